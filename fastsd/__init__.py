@@ -1,0 +1,30 @@
+"""fastsd: fast simulation of equality reasoning in neural networks.
+
+Implements "Learning richness modulates equality reasoning in neural
+networks": the same-different task, centered two-layer ReLU MLPs trained from
+the lazy to the rich regime, and the paper's theory.
+
+Nothing heavy is imported at import time; the public names load on first use.
+"""
+__version__ = "0.1.0"
+
+_LAZY = {
+    "SameDifferent": ("fastsd.tasks", "SameDifferent"),
+    "train": ("fastsd.mlp", "train"),
+    "train_ensemble": ("fastsd.mlp", "train_ensemble"),
+    "TrainResult": ("fastsd.mlp", "TrainResult"),
+    "Params": ("fastsd.mlp", "Params"),
+    "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
+}
+
+__all__ = sorted(_LAZY) + ["__version__", "theory", "tasks", "mlp"]
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    if name in ("theory", "tasks", "mlp"):
+        return importlib.import_module(f"fastsd.{name}")
+    raise AttributeError(f"module 'fastsd' has no attribute {name!r}")

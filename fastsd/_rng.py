@@ -1,0 +1,31 @@
+"""Seeds to independent random streams, with no global state.
+
+Every random draw in fastsd comes from a ``numpy.random.Generator`` derived
+from a user seed through ``numpy.random.SeedSequence``, so that a seed gives
+the same numbers whatever the backend or the thread count.
+"""
+import numpy as np
+
+#: The independent streams a training run draws from, in spawn order.
+TRAIN_STREAMS = ("init", "pairs", "noise", "test")
+
+
+def seed_sequence(seed):
+    """Return a SeedSequence for ``seed`` (None draws fresh OS entropy)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    return np.random.SeedSequence(seed)
+
+
+def generator(seed):
+    """Return a Generator for ``seed``, an int, None, a SeedSequence or a Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.Generator(np.random.PCG64(seed_sequence(seed)))
+
+
+def train_streams(seed):
+    """Return a dict of independent generators, one per name in TRAIN_STREAMS."""
+    children = seed_sequence(seed).spawn(len(TRAIN_STREAMS))
+    return {name: np.random.Generator(np.random.PCG64(ss))
+            for name, ss in zip(TRAIN_STREAMS, children)}

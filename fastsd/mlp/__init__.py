@@ -1,0 +1,5 @@
+"""The centered two-layer ReLU MLP: parameters, reference, kernels, trainer."""
+from .model import Params, init_params
+from .train import TrainResult, train, train_ensemble
+
+__all__ = ["Params", "init_params", "TrainResult", "train", "train_ensemble"]

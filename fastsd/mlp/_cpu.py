@@ -1,0 +1,204 @@
+"""Numba CPU kernels for the centered MLP: the fused parts around the GEMMs.
+
+Both paths keep the displacement from initialisation (dw, da) rather than the
+weights themselves, and evaluate the centered output as
+
+    f~(x) = scale * sum_i [a0_i (relu(h0_i + dh_i) - relu(h0_i)) + da_i relu(h0_i + dh_i)],
+
+with h0 = w0 . x and dh = dw . x. The difference of ReLUs is formed exactly
+(``_drelu``), so that the lazy regime (gamma ~ 1e-5/sqrt(d), where dh is ~1e-7
+of h0) keeps full relative precision in float32 instead of cancelling
+f(theta) - f(theta0).
+
+Dense path: GEMMs by BLAS (NumPy), then ``dense_fused`` for ReLU, mask,
+readout reduction, centering, loss and gradient in one pass.
+
+Symbol-basis path (App. G.2 inputs are built from L symbols): every update of
+the first-layer weights lies in the span of the symbols, so with
+dw1 = C1^T S, dw2 = C2^T S (C1, C2 of shape (L, m)) the preactivations of a
+training pair (u, v) are P1[u] + P2[v] + Q1[u] + Q2[v], where P = S w0^T and
+Q = S dw^T = K C with K = S S^T. ``symbol_chunk`` runs many SGD steps this way
+at O(B m + L min(L, B) m) per step, independent of d.
+
+All kernels loop over a leading model axis with ``prange``; each model's
+arithmetic is the same whatever the number of models or threads.
+"""
+import math
+
+import numba as nb
+import numpy as np
+
+_FASTMATH = {"reassoc", "contract"}
+
+
+@nb.njit(inline="always")
+def _drelu(h0, dh, h):
+    """relu(h0 + dh) - relu(h0), formed without cancellation."""
+    if h0 > 0:
+        return dh if h > 0 else -h0
+    return h if h > 0 else h * 0
+
+
+@nb.njit(inline="always")
+def _sigmoid(f):
+    if f >= 0:
+        return 1.0 / (1.0 + math.exp(-f))
+    ef = math.exp(f)
+    return ef / (1.0 + ef)
+
+
+@nb.njit(inline="always")
+def _bce(f, y):
+    t = (1.0 - 2.0 * y) * f
+    return max(t, 0.0) + math.log1p(math.exp(-abs(t)))
+
+
+@nb.njit(fastmath=_FASTMATH, cache=True)
+def _output_row(h0, dh, a0, da, scale):
+    f = 0.0
+    for i in range(h0.shape[0]):
+        h = h0[i] + dh[i]
+        f += a0[i] * _drelu(h0[i], dh[i], h) + da[i] * max(h, 0)
+    return f * scale
+
+
+@nb.njit(parallel=True, cache=True)
+def centered_output(h0, dh, a0, da, scale, out):
+    """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n)."""
+    M, n, _ = h0.shape
+    for j in nb.prange(M * n):
+        k = j // n
+        b = j % n
+        out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k])
+
+
+@nb.njit(fastmath=_FASTMATH, cache=True)
+def _backward_row(h, a0, da, ef, grad_h, grad_a):
+    """grad_h[i] = ef a_i relu'(h_i); grad_a[i] += ef relu(h_i)."""
+    for i in range(h.shape[0]):
+        if h[i] > 0:
+            grad_h[i] = ef * (a0[i] + da[i])
+            grad_a[i] += ef * h[i]
+        else:
+            grad_h[i] = 0
+
+
+@nb.njit(parallel=True, cache=True)
+def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
+    """Forward, loss and backward to the preactivations, for M models.
+
+    Parameters
+    ----------
+    h0, dh : (M, B, m) arrays
+        w0 . x and dw . x for the batch; ``dh`` is overwritten with h = h0 + dh.
+    a0, da : (M, m)
+    y : (M, B) labels in {0, 1}
+    scale : (M,) output scales 1/(gamma sqrt(d))
+    grad_h : (M, B, m) out
+        d(mean loss)/dh.
+    grad_a : (M, m) out
+        d(mean loss)/d a.
+    loss, correct : (M,) out
+        Sum of BCE over the batch and number of correct predictions.
+    """
+    M, B, m = h0.shape
+    for k in nb.prange(M):
+        s = scale[k]
+        lsum = 0.0
+        csum = 0
+        grad_a[k, :] = 0
+        for b in range(B):
+            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s)
+            for i in range(m):
+                dh[k, b, i] += h0[k, b, i]
+            lsum += _bce(f, y[k, b])
+            csum += (f > 0) == (y[k, b] > 0.5)
+            ef = (_sigmoid(f) - y[k, b]) * s / B
+            _backward_row(dh[k, b], a0[k], da[k], ef, grad_h[k, b], grad_a[k])
+        loss[k] = lsum
+        correct[k] = csum
+
+
+@nb.njit(fastmath=_FASTMATH, cache=True)
+def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr,
+                 D1, D2, gda, h, act1, act2):
+    """One SGD step of one model in the symbol basis; returns (loss sum, n correct)."""
+    L, m = P1.shape
+    B = u.shape[0]
+    D1[:, :] = 0
+    D2[:, :] = 0
+    gda[:] = 0
+    act1[:] = False
+    act2[:] = False
+    lsum = 0.0
+    csum = 0
+    for b in range(B):
+        p, q = u[b], v[b]
+        f = 0.0
+        for i in range(m):
+            h0 = P1[p, i] + P2[q, i]
+            dh = Q1[p, i] + Q2[q, i]
+            hi = h0 + dh
+            h[i] = hi
+            f += a0[i] * _drelu(h0, dh, hi) + da[i] * max(hi, 0)
+        f *= s
+        lsum += _bce(f, y[b])
+        csum += (f > 0) == (y[b] > 0.5)
+        ef = -lr * (_sigmoid(f) - y[b]) * s / B
+        for i in range(m):
+            if h[i] > 0:
+                g = ef * (a0[i] + da[i])
+                D1[p, i] += g
+                D2[q, i] += g
+                gda[i] += ef * h[i]
+        act1[p] = True
+        act2[q] = True
+    for D, C, Q, act in ((D1, C1, Q1, act1), (D2, C2, Q2, act2)):
+        for r in range(L):
+            if act[r]:
+                for i in range(m):
+                    C[r, i] += D[r, i]
+        for l in range(L):
+            for r in range(L):
+                if act[r]:
+                    kr = K[l, r]
+                    for i in range(m):
+                        Q[l, i] += kr * D[r, i]
+    for i in range(m):
+        da[i] += gda[i]
+    return lsum, csum
+
+
+@nb.njit(parallel=True, cache=True)
+def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, correct):
+    """Run n SGD steps for M models with the same L, in the symbol basis.
+
+    Parameters
+    ----------
+    P1, P2 : (M, L, m)
+        S w0_1^T and S w0_2^T (fixed).
+    Q1, Q2, C1, C2 : (M, L, m), updated in place
+        S dw^T and the coefficients of dw in the symbol basis.
+    K : (M, L, L)
+        Symbol Gram matrices S S^T.
+    a0, da : (M, m); da updated in place.
+    u, v : (M, n, B) int32 symbol indices; y : (M, n, B) labels.
+    scale, lr : (M,)
+    loss, correct : (M, n) out
+        Per-step sum of BCE over the batch and number of correct predictions.
+    """
+    M, L, m = P1.shape
+    n = u.shape[1]
+    for k in nb.prange(M):
+        D1 = np.zeros((L, m), P1.dtype)
+        D2 = np.zeros((L, m), P1.dtype)
+        gda = np.zeros(m, P1.dtype)
+        h = np.zeros(m, P1.dtype)
+        act1 = np.zeros(L, np.bool_)
+        act2 = np.zeros(L, np.bool_)
+        for t in range(n):
+            ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
+                                  a0[k], da[k], u[k, t], v[k, t], y[k, t],
+                                  scale[k], lr[k], D1, D2, gda, h, act1, act2)
+            loss[k, t] = ls
+            correct[k, t] = cs

@@ -1,0 +1,170 @@
+"""Training engines: the state of M models and how to advance it.
+
+Each engine trains a group of models in lockstep and exposes the same three
+operations, so that ``train`` and ``train_ensemble`` need not know the path:
+
+``run(pairs, noise_rngs)``
+    advance every model by n SGD steps; returns per-step mean loss and
+    accuracy, shape (M, n) each.
+``outputs(X)``
+    centered outputs f~ at inputs X (M, n, p) -> (M, n), float64.
+``params()``
+    (initial, final) lists of ``Params`` in float64.
+"""
+import numpy as np
+
+from . import _reference as ref
+from .model import Params
+
+
+def _stack(arrays, dtype):
+    return np.ascontiguousarray(np.stack(arrays), dtype=dtype)
+
+
+class ReferenceEngine:
+    """Float64 NumPy reference, one model at a time, dense inputs."""
+
+    path = "dense"
+
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        self.tasks = tasks
+        self.p0 = params0
+        self.w = [p.w.copy() for p in params0]
+        self.a = [p.a.copy() for p in params0]
+        self.scales, self.lrs = scales, lrs
+
+    def run(self, pairs, noise_rngs):
+        n = pairs[0][0].shape[0]
+        loss = np.empty((len(self.tasks), n))
+        acc = np.empty_like(loss)
+        for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
+            for t in range(n):
+                x = task.training_inputs(u[t], v[t], rng)
+                self.w[k], self.a[k], loss[k, t], f = ref.sgd_step(
+                    self.p0[k].w, self.p0[k].a, self.w[k], self.a[k], x, y[t],
+                    self.scales[k], self.lrs[k])
+                acc[k, t] = np.mean((f > 0) == (y[t] > 0.5))
+        return loss, acc
+
+    def outputs(self, X):
+        return np.stack([ref.centered_output(p.w, p.a, w, a, x, s) for p, w, a, x, s
+                         in zip(self.p0, self.w, self.a, X, self.scales)])
+
+    def params(self):
+        return list(self.p0), [Params(w=w, a=a) for w, a in zip(self.w, self.a)]
+
+
+class _DisplacementEngine:
+    """Shared state of the Numba engines: w0, a0 and the displacements dw, da."""
+
+    def __init__(self, params0, scales, lrs, dtype):
+        self.dtype = np.dtype(dtype)
+        self.w0T = _stack([p.w.T for p in params0], dtype)        # (M, p, m)
+        self.a0 = _stack([p.a for p in params0], dtype)           # (M, m)
+        self.da = np.zeros_like(self.a0)
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.lrs = np.asarray(lrs, dtype=np.float64)
+
+    def _dwT(self):
+        raise NotImplementedError
+
+    def outputs(self, X):
+        from . import _cpu
+        X = np.asarray(X, dtype=self.dtype)
+        h0 = np.matmul(X, self.w0T)
+        dh = np.matmul(X, self._dwT())
+        out = np.empty(X.shape[:2])
+        _cpu.centered_output(h0, dh, self.a0, self.da, self.scales, out)
+        return out
+
+    def params(self):
+        w0 = self.w0T.transpose(0, 2, 1).astype(np.float64)
+        a0 = self.a0.astype(np.float64)
+        dw = self._dwT().transpose(0, 2, 1).astype(np.float64)
+        init = [Params(w=np.ascontiguousarray(w), a=a.copy()) for w, a in zip(w0, a0)]
+        final = [Params(w=w + d, a=a + da) for w, d, a, da
+                 in zip(w0, dw, a0, self.da.astype(np.float64))]
+        return init, final
+
+
+class DenseEngine(_DisplacementEngine):
+    """Numba fused kernels around BLAS GEMMs, models stacked on a leading axis."""
+
+    path = "dense"
+
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        super().__init__(params0, scales, lrs, dtype)
+        self.tasks = tasks
+        self.dwT = np.zeros_like(self.w0T)
+
+    def _dwT(self):
+        return self.dwT
+
+    def run(self, pairs, noise_rngs):
+        from . import _cpu
+        M, (p, m) = len(self.tasks), self.w0T.shape[1:]
+        n, B = pairs[0][0].shape
+        X = np.empty((M, B, p), self.dtype)
+        Xt = np.empty((M, p, B), self.dtype)
+        h0 = np.empty((M, B, m), self.dtype)
+        h = np.empty_like(h0)
+        grad_h = np.empty_like(h0)
+        grad_w = np.empty_like(self.dwT)
+        grad_a = np.empty_like(self.a0)
+        Y = np.empty((M, B))
+        loss = np.empty((M, n))
+        correct = np.empty((M, n))
+        lsum = np.empty(M)
+        csum = np.empty(M)
+        lrs = self.lrs.astype(self.dtype)
+        for t in range(n):
+            for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
+                X[k] = task.training_inputs(u[t], v[t], rng)
+                Y[k] = y[t]
+            np.matmul(X, self.w0T, out=h0)
+            np.matmul(X, self.dwT, out=h)
+            _cpu.dense_fused(h0, h, self.a0, self.da, Y, self.scales, grad_h, grad_a,
+                             lsum, csum)
+            np.copyto(Xt, X.transpose(0, 2, 1))
+            np.matmul(Xt, grad_h, out=grad_w)
+            grad_w *= lrs[:, None, None]
+            self.dwT -= grad_w
+            grad_a *= lrs[:, None]
+            self.da -= grad_a
+            loss[:, t] = lsum / B
+            correct[:, t] = csum / B
+        return loss, correct
+
+
+class SymbolEngine(_DisplacementEngine):
+    """Symbol-basis path (clean symbol tasks), M models with the same L."""
+
+    path = "symbol"
+
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        super().__init__(params0, scales, lrs, dtype)
+        d = tasks[0].d
+        self.S = _stack([t.symbols for t in tasks], dtype)              # (M, L, d)
+        self.K = np.ascontiguousarray(np.matmul(self.S, self.S.transpose(0, 2, 1)))
+        self.P1 = np.ascontiguousarray(np.matmul(self.S, self.w0T[:, :d]))
+        self.P2 = np.ascontiguousarray(np.matmul(self.S, self.w0T[:, d:]))
+        self.Q1 = np.zeros_like(self.P1)
+        self.Q2 = np.zeros_like(self.P1)
+        self.C1 = np.zeros_like(self.P1)
+        self.C2 = np.zeros_like(self.P1)
+
+    def _dwT(self):
+        St = self.S.transpose(0, 2, 1)
+        return np.concatenate([np.matmul(St, self.C1), np.matmul(St, self.C2)], axis=1)
+
+    def run(self, pairs, noise_rngs):
+        from . import _cpu
+        u = np.ascontiguousarray(np.stack([p[0] for p in pairs]))
+        v = np.ascontiguousarray(np.stack([p[1] for p in pairs]))
+        y = np.ascontiguousarray(np.stack([p[2] for p in pairs]), dtype=np.float64)
+        M, n, B = u.shape
+        loss = np.empty((M, n))
+        correct = np.empty((M, n))
+        _cpu.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
+                          self.a0, self.da, u, v, y, self.scales, self.lrs, loss, correct)
+        return loss / B, correct / B

@@ -1,0 +1,301 @@
+"""SGD training of centered ReLU MLPs on same-different tasks (Sec. 2, App. F-G)."""
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import __version__
+from .._dispatch import resolve_backend
+from .._rng import train_streams
+from .._validation import check_choice, check_float, check_int, check_seed
+from ..tasks.base import Task
+from . import _engines
+from .model import INITS, Params, init_params
+
+PATHS = ("auto", "dense", "symbol")
+DTYPES = ("float32", "float64")
+
+
+@dataclass
+class TrainResult:
+    """Outcome of one training run.
+
+    Attributes
+    ----------
+    best_test_accuracy : float
+        Maximum test accuracy over the evaluations (App. G.1).
+    final_test_accuracy : float
+        Test accuracy at the last evaluation (after the last step).
+    history : dict of ndarray
+        "step", "train_loss", "train_accuracy", "test_accuracy", one entry per
+        evaluation. Train loss and accuracy are means over the training
+        batches since the previous evaluation, measured before each update.
+    initial_params, final_params : Params
+        Weights at initialisation and after training, float64.
+    config : dict
+        gamma, width, steps, batch_size, alpha0, lr, seed, init, backend, path,
+        dtype, the task's description and the package version.
+    wall_time : float
+        Seconds spent training this model (shared evenly in an ensemble).
+    """
+
+    best_test_accuracy: float
+    final_test_accuracy: float
+    history: dict
+    initial_params: Params
+    final_params: Params
+    config: dict = field(default_factory=dict)
+    wall_time: float = 0.0
+
+    def to_record(self):
+        """Return a JSON-ready dict: the config, the accuracies and the history."""
+        rec = dict(self.config)
+        rec.update(best_test_accuracy=self.best_test_accuracy,
+                   final_test_accuracy=self.final_test_accuracy,
+                   wall_time=self.wall_time,
+                   history={k: v.tolist() for k, v in self.history.items()})
+        return rec
+
+
+def _task_config(task):
+    cfg = {"task": type(task).__name__}
+    for name in ("d", "L", "sigma2", "seed_entropy"):
+        if hasattr(task, name):
+            cfg[name] = getattr(task, name)
+    return cfg
+
+
+def _choose_path(task, width, batch_size, path):
+    """Pick "dense" or "symbol" by cost; see the module docs of ``_cpu``."""
+    if path == "symbol" and not task.has_symbol_basis:
+        raise ValueError(
+            f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
+            f"task whose inputs lie in the span of fixed symbols (sigma2 = 0); got 'symbol'.")
+    if path != "auto":
+        return path
+    if not task.has_symbol_basis:
+        return "dense"
+    L, B, m, p = task.L, batch_size, width, task.input_dim
+    cost_symbol = 2 * L * min(L, B) * m + 4 * B * m
+    cost_dense = 3 * B * p * m
+    return "symbol" if cost_symbol < cost_dense else "dense"
+
+
+def _broadcast(name, value):
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) == 0:
+            raise ValueError(f"`{name}` must be a non-empty sequence or a scalar; got an empty one.")
+        return list(value)
+    return [value]
+
+
+def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
+                   eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
+                   init="normal", progress=False):
+    """Train many centered MLPs in lockstep, one batched computation per step.
+
+    ``task``, ``gamma`` and ``seed`` may each be one value or a sequence;
+    sequences are broadcast against each other (lengths must match, or be 1)
+    and model k gets (task[k], gamma[k], seed[k]). All tasks must share the
+    input dimension. Model k's result equals ``train(task[k], gamma[k],
+    seed=seed[k], ...)`` with the same other arguments: each model draws its
+    initialisation, batches and test sets from its own seed, and the kernels
+    do the same arithmetic for a model whatever the ensemble around it.
+
+    Parameters
+    ----------
+    task : Task or sequence of Task
+    gamma : float or sequence of float
+        Richness, > 0 (Eq. 1). The paper's "gamma ~ 0" is 1e-5/sqrt(d).
+    seed : int or sequence of int
+        Per-model seeds (init, batches, noise and test sets derive from it).
+    width : int
+        Hidden units m, >= 1.
+    steps : int
+        SGD steps, >= 1.
+    batch_size : int, default 128
+    alpha0 : float, optional
+        Base learning rate; default the task's (0.1 for ``SameDifferent``).
+        The step size is alpha = gamma^2 d alpha0 for gamma <= 1 and
+        gamma sqrt(d) alpha0 for gamma > 1 (App. G.1).
+    eval_every : int, default 1000
+        Steps between test evaluations; the last step is always evaluated.
+    n_test : int, default 1024
+        Fresh test pairs per evaluation.
+    backend : {"auto", "numpy", "cpu", "cuda"}
+        "numpy" is the float64 reference; "cpu" the Numba kernels.
+    dtype : {"float32", "float64"}, optional
+        Default float32 on "cpu", float64 on "numpy" (which has only float64).
+    path : {"auto", "dense", "symbol"}
+        "symbol" trains in the span of the L symbols at a cost independent of
+        d (clean symbol tasks only, "cpu" backend); "auto" picks by cost.
+    init : {"normal", "truncated"}
+        See ``fastsd.mlp.model.init_params``.
+    progress : bool
+        Show a progress bar over steps.
+
+    Returns
+    -------
+    list of TrainResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a parameter out of range, with its name and valid range.
+    BackendUnavailableError
+        When an explicitly requested backend cannot run here.
+    """
+    tasks, gammas, seeds = (_broadcast(n, v) for n, v in
+                            (("task", task), ("gamma", gamma), ("seed", seed)))
+    M = max(len(tasks), len(gammas), len(seeds))
+    for name, seq in (("task", tasks), ("gamma", gammas), ("seed", seeds)):
+        if len(seq) not in (1, M):
+            raise ValueError(f"`{name}` must have length 1 or {M} to match the other "
+                             f"sequences; got length {len(seq)}.")
+    tasks, gammas, seeds = ([s[0]] * M if len(s) == 1 else s for s in (tasks, gammas, seeds))
+    for t in tasks:
+        if not isinstance(t, Task):
+            raise TypeError(f"`task` must be a fastsd task such as SameDifferent; got {t!r}.")
+    if len({t.input_dim for t in tasks}) != 1:
+        raise ValueError("`task` must share one input dimension across the ensemble; got "
+                         f"{sorted({t.input_dim for t in tasks})}.")
+    gammas = [check_float("gamma", g, positive=True) for g in gammas]
+    seeds = [check_seed("seed", s) for s in seeds]
+    width = check_int("width", width, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    eval_every = check_int("eval_every", eval_every, minimum=1)
+    n_test = check_int("n_test", n_test, minimum=1)
+    check_choice("path", path, PATHS)
+    check_choice("init", init, INITS)
+    backend = resolve_backend(backend)
+    if dtype is None:
+        dtype = "float64" if backend == "numpy" else "float32"
+    dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
+    check_choice("dtype", dtype, DTYPES)
+    if backend == "numpy":
+        if dtype != "float64":
+            raise ValueError(f"`dtype` must be 'float64' with backend 'numpy'; got {dtype!r}.")
+        if path == "symbol":
+            raise ValueError("`path` must be 'dense' or 'auto' with backend 'numpy' (the "
+                             "reference is dense); got 'symbol'.")
+    alpha0s = [t.default_alpha0 if alpha0 is None else check_float("alpha0", alpha0, positive=True)
+               for t in tasks]
+
+    start = time.perf_counter()
+    streams = [train_streams(s) for s in seeds]
+    params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
+    scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
+    lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
+    paths = ["dense" if backend == "numpy" else _choose_path(t, width, batch_size, path)
+             for t in tasks]
+
+    groups = {}
+    for k, (t, pth) in enumerate(zip(tasks, paths)):
+        key = ("symbol", t.L) if pth == "symbol" else ("dense",)
+        groups.setdefault(key, []).append(k)
+    engines = []
+    for key, idx in groups.items():
+        cls = (_engines.ReferenceEngine if backend == "numpy" else
+               _engines.SymbolEngine if key[0] == "symbol" else _engines.DenseEngine)
+        engines.append((idx, cls([tasks[k] for k in idx], [params0[k] for k in idx],
+                                 [scales[k] for k in idx], [lrs[k] for k in idx], dtype)))
+
+    hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=steps, unit="step", desc=f"training {M} model(s)")
+    t = 0
+    while t < steps:
+        n = min(eval_every, steps - t)
+        pairs = [task.draw_pairs(st["pairs"], (n, batch_size)) for task, st in zip(tasks, streams)]
+        loss = np.empty(M)
+        acc = np.empty(M)
+        for idx, eng in engines:
+            lo, ac = eng.run([pairs[k] for k in idx], [streams[k]["noise"] for k in idx])
+            loss[idx] = lo.mean(axis=1)
+            acc[idx] = ac.mean(axis=1)
+        t += n
+        tests = [task.sample_test(n_test, st["test"]) for task, st in zip(tasks, streams)]
+        test_acc = np.empty(M)
+        for idx, eng in engines:
+            f = eng.outputs(np.stack([tests[k][0] for k in idx]))
+            test_acc[idx] = [np.mean((fk > 0) == (tests[k][1] > 0.5)) for fk, k in zip(f, idx)]
+        hist["step"].append(np.full(M, t))
+        hist["train_loss"].append(loss)
+        hist["train_accuracy"].append(acc)
+        hist["test_accuracy"].append(test_acc)
+        if bar is not None:
+            bar.update(n)
+    if bar is not None:
+        bar.close()
+    wall = (time.perf_counter() - start) / M
+
+    inits, finals = [None] * M, [None] * M
+    for idx, eng in engines:
+        ini, fin = eng.params()
+        for j, k in enumerate(idx):
+            inits[k], finals[k] = ini[j], fin[j]
+    hist = {k: np.stack(v, axis=1) for k, v in hist.items()}
+    results = []
+    for k in range(M):
+        h = {name: arr[k] for name, arr in hist.items()}
+        h["step"] = h["step"].astype(int)
+        config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
+                      batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
+                      seed=seeds[k] if isinstance(seeds[k], (int, type(None))) else None,
+                      init=init, backend=backend, path=paths[k], dtype=dtype,
+                      eval_every=eval_every, n_test=n_test, version=__version__)
+        results.append(TrainResult(
+            best_test_accuracy=float(h["test_accuracy"].max()),
+            final_test_accuracy=float(h["test_accuracy"][-1]),
+            history=h, initial_params=inits[k], final_params=finals[k],
+            config=config, wall_time=wall))
+    return results
+
+
+def train(task, gamma, *, width, steps, seed=None, **kwargs):
+    """Train one centered two-layer ReLU MLP with SGD on binary cross-entropy.
+
+    The model is f~(x) = f(x; theta) - f(x; theta(0)) with
+    f(x) = (1/(gamma sqrt(d))) sum_i a_i relu(w_i . x) (Eq. 1, App. F), trained
+    with plain SGD at alpha = gamma^2 d alpha0 (gamma <= 1) or
+    gamma sqrt(d) alpha0 (gamma > 1) (App. G.1). Test accuracy is measured
+    every ``eval_every`` steps on fresh symbols; the reported accuracy is the
+    best over the history, as in the paper.
+
+    Parameters
+    ----------
+    task : Task
+        For example ``SameDifferent(d, L)``.
+    gamma : float
+        Richness, > 0.
+    width, steps, seed
+        Hidden units m >= 1, SGD steps >= 1, and the model's seed.
+    **kwargs
+        batch_size, alpha0, eval_every, n_test, backend, dtype, path, init,
+        progress: see ``train_ensemble``.
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    ValueError, TypeError, BackendUnavailableError
+        As ``train_ensemble``.
+
+    Examples
+    --------
+    >>> from fastsd import SameDifferent, train
+    >>> r = train(SameDifferent(d=32, L=8, seed=0), gamma=1.0, width=64, steps=200,
+    ...           eval_every=100, seed=1)
+    >>> 0.5 <= r.best_test_accuracy <= 1.0
+    True
+    """
+    if isinstance(gamma, (list, tuple, np.ndarray)):
+        raise TypeError(f"`gamma` must be a single number in train (use train_ensemble for "
+                        f"many); got {gamma!r}.")
+    return train_ensemble(task, gamma, seed, width=width, steps=steps, **kwargs)[0]

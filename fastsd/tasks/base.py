@@ -1,0 +1,37 @@
+"""What every task tells the trainer: input size, output scale, learning rate.
+
+The output scale and the learning-rate rule are properties of the task, not
+flags: the symbol task uses 1/(gamma sqrt(d)) and alpha = gamma^2 d alpha0
+(Sec. 2, App. G.1), while image tasks drop the sqrt(d) factor (App. G.3-G.4).
+"""
+import math
+
+
+class Task:
+    """Base class of the same-different tasks.
+
+    Subclasses set ``input_dim`` (the length p of a pair vector x),
+    ``scale_dim`` (the d in 1/(gamma sqrt(d)); 1 for image tasks) and
+    ``default_alpha0``, and implement ``sample_train`` and ``sample_test``.
+    """
+
+    input_dim: int
+    scale_dim: int = 1
+    default_alpha0: float = 0.1
+    #: True when every training input lies in the span of a fixed set of
+    #: vectors, so that the symbol-basis training path applies.
+    has_symbol_basis: bool = False
+
+    def output_scale(self, gamma):
+        """Return the factor 1/(gamma sqrt(scale_dim)) in front of the readout sum (Eq. 1)."""
+        return 1.0 / (gamma * math.sqrt(self.scale_dim))
+
+    def learning_rate(self, gamma, alpha0):
+        """Return the SGD step size of App. G.1.
+
+        alpha = gamma^2 D alpha0 for gamma <= 1 and gamma sqrt(D) alpha0 for
+        gamma > 1, with D = ``scale_dim``.
+        """
+        if gamma <= 1.0:
+            return gamma * gamma * self.scale_dim * alpha0
+        return gamma * math.sqrt(self.scale_dim) * alpha0

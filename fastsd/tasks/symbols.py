@@ -1,0 +1,162 @@
+"""The same-different task on Gaussian symbols (Sec. 2, App. G.2)."""
+import numpy as np
+
+from .._rng import generator, seed_sequence
+from .._validation import check_float, check_int, check_seed
+from .base import Task
+
+
+class SameDifferent(Task):
+    """Same-different task over L fixed Gaussian training symbols.
+
+    Symbols s ~ N(0, I/d) are drawn once from ``seed``. An item is
+    z = s + eta with eta ~ N(0, sigma2 I/d), drawn independently for every
+    item, and a pair is x = (z1; z2) in R^{2d} with label y = 1 when the two
+    symbols are the same (Sec. 2). Training pairs use the L symbols; test
+    pairs use fresh symbols for every example.
+
+    Parameters
+    ----------
+    d : int
+        Symbol dimension, >= 1.
+    L : int
+        Number of training symbols, >= 2 (a different pair needs two).
+    sigma2 : float, default 0.0
+        Noise variance (times 1/d per coordinate), >= 0.
+    seed : int, SeedSequence or None
+        Seed of the symbols. None draws fresh entropy, kept in ``seed_entropy``
+        so that the task can be rebuilt.
+
+    Attributes
+    ----------
+    symbols : ndarray, shape (L, d), float64
+        The training symbols.
+    input_dim : int
+        2d, the length of a pair vector.
+
+    Raises
+    ------
+    ValueError, TypeError
+        When a parameter is out of range or of the wrong type.
+
+    Examples
+    --------
+    >>> task = SameDifferent(d=16, L=4, seed=0)
+    >>> x, y = task.sample_train(8, seed=1)
+    >>> x.shape, int(y.sum())
+    ((8, 32), 4)
+    """
+
+    default_alpha0 = 0.1
+
+    def __init__(self, d, L, sigma2=0.0, seed=None):
+        self.d = check_int("d", d, minimum=1)
+        self.L = check_int("L", L, minimum=2)
+        self.sigma2 = check_float("sigma2", sigma2, nonnegative=True)
+        check_seed("seed", seed)
+        ss = seed_sequence(seed)
+        self.seed_entropy = ss.entropy
+        self.symbols = generator(ss).standard_normal((self.L, self.d)) / np.sqrt(self.d)
+        self.input_dim = 2 * self.d
+        self.scale_dim = self.d
+        self.has_symbol_basis = self.sigma2 == 0.0
+
+    def __repr__(self):
+        return f"SameDifferent(d={self.d}, L={self.L}, sigma2={self.sigma2})"
+
+    # -- pair indices -----------------------------------------------------
+    def draw_pairs(self, rng, shape):
+        """Draw balanced symbol-index pairs for training.
+
+        Along the last axis (a batch of n pairs) the first n // 2 pairs are
+        same, the next n // 2 different, and for odd n the last pair is same
+        or different with probability 1/2. A different pair uses two distinct
+        symbols, the second uniform over the other L - 1.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        shape : tuple of int
+            (..., n): leading axes (e.g. steps) and the batch size n.
+
+        Returns
+        -------
+        u, v : ndarray of int32, shape ``shape``
+            Indices of the first and second symbol.
+        y : ndarray of float64, shape ``shape``
+            1.0 for same, 0.0 for different.
+        """
+        *lead, n = shape
+        half = n // 2
+        u = rng.integers(0, self.L, size=shape)
+        y = np.zeros(shape)
+        y[..., :half] = 1.0
+        if n % 2:
+            y[..., -1] = rng.integers(0, 2, size=lead)
+        offset = rng.integers(1, self.L, size=shape)
+        v = np.where(y == 1.0, u, (u + offset) % self.L)
+        return u.astype(np.int32), v.astype(np.int32), y
+
+    def _pairs_to_x(self, s1, s2, rng):
+        x = np.concatenate([s1, s2], axis=-1)
+        if self.sigma2 > 0:
+            x = x + rng.standard_normal(x.shape) * np.sqrt(self.sigma2 / self.d)
+        return x
+
+    def training_inputs(self, u, v, rng):
+        """Return x = (s_u + eta; s_v + eta'), shape (..., 2d), for index arrays u, v."""
+        return self._pairs_to_x(self.symbols[u], self.symbols[v], rng)
+
+    # -- public samplers ------------------------------------------------------
+    def sample_train(self, n, seed=None):
+        """Draw n balanced training pairs over the L symbols, in shuffled order.
+
+        Parameters
+        ----------
+        n : int
+            Number of pairs, >= 1. When n is even exactly half are same.
+        seed : int, SeedSequence, Generator or None
+
+        Returns
+        -------
+        x : ndarray, shape (n, 2d), float64
+        y : ndarray, shape (n,), float64
+            1.0 for same, 0.0 for different.
+        """
+        n = check_int("n", n, minimum=1)
+        check_seed("seed", seed)
+        rng = generator(seed)
+        u, v, y = self.draw_pairs(rng, (n,))
+        perm = rng.permutation(n)
+        u, v, y = u[perm], v[perm], y[perm]
+        return self.training_inputs(u, v, rng), y
+
+    def sample_test(self, n, seed=None):
+        """Draw n balanced test pairs, each from fresh symbols s ~ N(0, I/d).
+
+        A same pair repeats one fresh symbol; a different pair uses two
+        independent fresh symbols. Noise is added to each item as in training.
+
+        Parameters
+        ----------
+        n : int
+            Number of pairs, >= 1. When n is even exactly half are same.
+        seed : int, SeedSequence, Generator or None
+
+        Returns
+        -------
+        x : ndarray, shape (n, 2d), float64
+        y : ndarray, shape (n,), float64
+        """
+        n = check_int("n", n, minimum=1)
+        check_seed("seed", seed)
+        rng = generator(seed)
+        y = np.zeros(n)
+        y[: n // 2] = 1.0
+        if n % 2:
+            y[-1] = rng.integers(0, 2)
+        y = y[rng.permutation(n)]
+        s1 = rng.standard_normal((n, self.d)) / np.sqrt(self.d)
+        s2 = rng.standard_normal((n, self.d)) / np.sqrt(self.d)
+        s2 = np.where(y[:, None] == 1.0, s1, s2)
+        return self._pairs_to_x(s1, s2, rng), y

@@ -1,0 +1,105 @@
+"""Closed forms of the paper, each with its equation number."""
+import math
+
+import numpy as np
+from scipy.special import ndtr
+
+
+def _check_L(L):
+    L = np.asarray(L)
+    if L.dtype.kind not in "iuf" or np.any(~np.isfinite(L)) or np.any(L < 2):
+        raise ValueError(f"`L` must be a number (or array of numbers) >= 2; got {L!r}.")
+    return L
+
+
+def different_accuracy(L, rho):
+    """Probability that a rich network classifies an unseen different pair correctly (Eq. C.18).
+
+    p(f(x) < 0) = Phi( sqrt( (2L^2 - 2L) (rho - 1)^2 / ((pi - 2)(rho^2 + 1)) ) ),
+
+    where rho = |mean negative readout| / |mean positive readout| (App. C.5).
+    As written, the formula does not distinguish rho < 1 from rho > 1; it is
+    meant for rho >= 1.
+
+    Parameters
+    ----------
+    L : float or array_like
+        Number of training symbols, >= 2.
+    rho : float or array_like
+        Readout ratio, > 0.
+
+    Returns
+    -------
+    float or ndarray
+        Broadcast over ``L`` and ``rho``.
+
+    Raises
+    ------
+    ValueError
+        When L < 2 or rho <= 0.
+    """
+    L = _check_L(L).astype(float)
+    rho = np.asarray(rho, dtype=float)
+    if np.any(~np.isfinite(rho)) or np.any(rho <= 0):
+        raise ValueError(f"`rho` must be a finite number > 0; got {rho!r}.")
+    arg = (2 * L**2 - 2 * L) * (rho - 1) ** 2 / ((math.pi - 2) * (rho**2 + 1))
+    out = ndtr(np.sqrt(arg))
+    return out[()] if out.ndim == 0 else out
+
+
+def rich_test_accuracy(L):
+    """Rich-regime test accuracy on unseen symbols (Eq. 3).
+
+    p = 1/2 + 1/2 Phi( sqrt( 2(L^2 - L) / (13 (pi - 2)) ) ) for L >= 3, which is
+    Eq. C.18 with rho = 1.5, plus perfect accuracy on same pairs (App. C.5).
+    For L = 2 the readout ratio is rho = 1 (App. C.4.3), so the accuracy is
+    1/2 + 1/2 Phi(0) = 3/4.
+
+    Parameters
+    ----------
+    L : int or array_like
+        Number of training symbols, >= 2.
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        When any L < 2.
+
+    Examples
+    --------
+    >>> rich_test_accuracy(2)
+    0.75
+    >>> round(float(rich_test_accuracy(3)), 3)
+    0.908
+    """
+    L = _check_L(L)
+    rho = np.where(L < 3, 1.0, 1.5)
+    return 0.5 + 0.5 * different_accuracy(L, rho)
+
+
+def handcrafted_different_accuracy(rho):
+    """Accuracy of the hand-crafted network (Eq. 2) on different pairs: (2/pi) atan(rho) (App. B).
+
+    Parameters
+    ----------
+    rho : float or array_like
+        Ratio a^- / a^+ of the negative to the positive readout, > 0.
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        When rho <= 0 or is not finite.
+    """
+    rho = np.asarray(rho, dtype=float)
+    if np.any(~np.isfinite(rho)) or np.any(rho <= 0):
+        raise ValueError(f"`rho` must be a finite number > 0; got {rho!r}.")
+    out = 2.0 / math.pi * np.arctan(rho)
+    return out[()] if out.ndim == 0 else out
