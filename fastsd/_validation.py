@@ -8,6 +8,13 @@ import numbers
 import numpy as np
 
 
+class _Described(str):
+    """A description of a received value, shown without quotes."""
+
+    def __repr__(self):
+        return str(self)
+
+
 def _fail(name, what, got, exc=ValueError):
     raise exc(f"`{name}` must be {what}; got {got!r}.")
 
@@ -54,17 +61,17 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=np.float64):
     try:
         arr = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
-        _fail(name, "a numeric array", type(value).__name__, TypeError)
+        _fail(name, "a numeric array", _Described(type(value).__name__), TypeError)
     if ndim is not None and arr.ndim != ndim:
-        _fail(name, f"a {ndim}-d array", f"shape {arr.shape}")
+        _fail(name, f"a {ndim}-d array", _Described(f"shape {arr.shape}"))
     if shape is not None:
         ok = arr.ndim == len(shape) and all(
             s is None or s == a for s, a in zip(shape, arr.shape))
         if not ok:
             want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ")"
-            _fail(name, f"an array of shape {want}", f"shape {arr.shape}")
+            _fail(name, f"an array of shape {want}", _Described(f"shape {arr.shape}"))
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        _fail(name, "finite (no NaN or inf)", "an array containing NaN or inf")
+        _fail(name, "finite (no NaN or inf)", _Described("an array containing NaN or inf"))
     return arr
 
 

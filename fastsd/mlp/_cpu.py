@@ -120,50 +120,73 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr,
-                 D1, D2, gda, h, act1, act2):
-    """One SGD step of one model in the symbol basis; returns (loss sum, n correct)."""
+def _axpy_row(dst, src, alpha):
+    """dst += alpha * src, in its own loop so that it vectorises."""
+    for i in range(dst.shape[0]):
+        dst[i] += alpha * src[i]
+
+
+@nb.njit(fastmath=_FASTMATH, cache=True)
+def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda, h, g, act, tmp):
+    """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
+
+    Pairs that repeat in the batch have identical gradients, so each distinct
+    (u, v) is computed once and weighted by its count.
+    """
     L, m = P1.shape
     B = u.shape[0]
     D1[:, :] = 0
     D2[:, :] = 0
     gda[:] = 0
-    act1[:] = False
-    act2[:] = False
+    act[:, :] = False
+    tmp[0] = 0
+    zero = tmp[0]
+    tmp[0] = 1
+    one = tmp[0]
+    keys = u.astype(np.int64) * L + v
+    order = np.argsort(keys, kind="mergesort")
     lsum = 0.0
     csum = 0
-    for b in range(B):
+    j = 0
+    while j < B:
+        b = order[j]
+        c = 1
+        while j + c < B and keys[order[j + c]] == keys[b]:
+            c += 1
+        j += c
         p, q = u[b], v[b]
-        f = 0.0
+        p1, p2, q1, q2 = P1[p], P2[q], Q1[p], Q2[q]
+        f = zero
         for i in range(m):
-            h0 = P1[p, i] + P2[q, i]
-            dh = Q1[p, i] + Q2[q, i]
+            h0 = p1[i] + p2[i]
+            dh = q1[i] + q2[i]
             hi = h0 + dh
             h[i] = hi
-            f += a0[i] * _drelu(h0, dh, hi) + da[i] * max(hi, 0)
+            r = max(hi, zero)
+            dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
+            f += a0[i] * dr + da[i] * r
         f *= s
-        lsum += _bce(f, y[b])
-        csum += (f > 0) == (y[b] > 0.5)
-        ef = -lr * (_sigmoid(f) - y[b]) * s / B
+        lsum += c * _bce(f, y[b])
+        csum += c * ((f > 0) == (y[b] > 0.5))
+        tmp[0] = -lr * c * (_sigmoid(f) - y[b]) * s / B
+        ef = tmp[0]
         for i in range(m):
-            if h[i] > 0:
-                g = ef * (a0[i] + da[i])
-                D1[p, i] += g
-                D2[q, i] += g
-                gda[i] += ef * h[i]
-        act1[p] = True
-        act2[q] = True
-    for D, C, Q, act in ((D1, C1, Q1, act1), (D2, C2, Q2, act2)):
+            g[i] = ef * (a0[i] + da[i]) if h[i] > zero else zero
+        _axpy_row(D1[p], g, one)
+        _axpy_row(D2[q], g, one)
+        for i in range(m):
+            gda[i] += ef * max(h[i], zero)
+        act[0, p] = True
+        act[1, q] = True
+    for side in range(2):
+        D, C, Q = (D1, C1, Q1) if side == 0 else (D2, C2, Q2)
         for r in range(L):
-            if act[r]:
-                for i in range(m):
-                    C[r, i] += D[r, i]
+            if act[side, r]:
+                _axpy_row(C[r], D[r], one)
         for l in range(L):
             for r in range(L):
-                if act[r]:
-                    kr = K[l, r]
-                    for i in range(m):
-                        Q[l, i] += kr * D[r, i]
+                if act[side, r]:
+                    _axpy_row(Q[l], D[r], K[l, r])
     for i in range(m):
         da[i] += gda[i]
     return lsum, csum
@@ -194,11 +217,12 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, co
         D2 = np.zeros((L, m), P1.dtype)
         gda = np.zeros(m, P1.dtype)
         h = np.zeros(m, P1.dtype)
-        act1 = np.zeros(L, np.bool_)
-        act2 = np.zeros(L, np.bool_)
+        g = np.zeros(m, P1.dtype)
+        act = np.zeros((2, L), np.bool_)
+        tmp = np.zeros(1, P1.dtype)
         for t in range(n):
             ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
                                   a0[k], da[k], u[k, t], v[k, t], y[k, t],
-                                  scale[k], lr[k], D1, D2, gda, h, act1, act2)
+                                  scale[k], lr[k], D1, D2, gda, h, g, act, tmp)
             loss[k, t] = ls
             correct[k, t] = cs

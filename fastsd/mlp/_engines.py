@@ -96,6 +96,11 @@ class DenseEngine(_DisplacementEngine):
         super().__init__(params0, scales, lrs, dtype)
         self.tasks = tasks
         self.dwT = np.zeros_like(self.w0T)
+        # Clean symbol tasks: w0 . x of a training pair is P1[u] + P2[v] with
+        # P = S w0^T, so the centering needs no GEMM in the loop.
+        d = self.w0T.shape[1] // 2
+        self.P0 = [(t.symbols.astype(self.dtype) @ w0T[:d], t.symbols.astype(self.dtype) @ w0T[d:])
+                   if t.has_symbol_basis else None for t, w0T in zip(tasks, self.w0T)]
 
     def _dwT(self):
         return self.dwT
@@ -105,7 +110,6 @@ class DenseEngine(_DisplacementEngine):
         M, (p, m) = len(self.tasks), self.w0T.shape[1:]
         n, B = pairs[0][0].shape
         X = np.empty((M, B, p), self.dtype)
-        Xt = np.empty((M, p, B), self.dtype)
         h0 = np.empty((M, B, m), self.dtype)
         h = np.empty_like(h0)
         grad_h = np.empty_like(h0)
@@ -121,12 +125,14 @@ class DenseEngine(_DisplacementEngine):
             for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
                 X[k] = task.training_inputs(u[t], v[t], rng)
                 Y[k] = y[t]
-            np.matmul(X, self.w0T, out=h0)
+                if self.P0[k] is None:
+                    np.matmul(X[k], self.w0T[k], out=h0[k])
+                else:
+                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=h0[k])
             np.matmul(X, self.dwT, out=h)
             _cpu.dense_fused(h0, h, self.a0, self.da, Y, self.scales, grad_h, grad_a,
                              lsum, csum)
-            np.copyto(Xt, X.transpose(0, 2, 1))
-            np.matmul(Xt, grad_h, out=grad_w)
+            np.matmul(X.transpose(0, 2, 1), grad_h, out=grad_w)
             grad_w *= lrs[:, None, None]
             self.dwT -= grad_w
             grad_a *= lrs[:, None]

@@ -8,9 +8,9 @@ import numpy as np
 from .. import __version__
 from .._dispatch import resolve_backend
 from .._rng import train_streams
-from .._validation import check_choice, check_float, check_int, check_seed
+from .._validation import check_array, check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task
-from . import _engines
+from . import _engines, _reference
 from .model import INITS, Params, init_params
 
 PATHS = ("auto", "dense", "symbol")
@@ -47,6 +47,30 @@ class TrainResult:
     final_params: Params
     config: dict = field(default_factory=dict)
     wall_time: float = 0.0
+
+    def predict(self, x):
+        """Centered outputs f~(x) of the trained model (App. F), in float64.
+
+        Parameters
+        ----------
+        x : array_like, shape (n, p)
+            Input pairs; p must equal the task's input dimension (2d).
+
+        Returns
+        -------
+        ndarray, shape (n,), float64
+            Logits; the predicted label is 1 (same) where the logit is > 0.
+
+        Raises
+        ------
+        ValueError
+            When ``x`` has the wrong shape or contains NaN or inf.
+        """
+        p = self.initial_params.w.shape[1]
+        x = check_array("x", x, shape=(None, p))
+        ini, fin = self.initial_params, self.final_params
+        return _reference.centered_output(ini.w, ini.a, fin.w, fin.a, x,
+                                          self.config["output_scale"])
 
     def to_record(self):
         """Return a JSON-ready dict: the config, the accuracies and the history."""
@@ -245,6 +269,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         h["step"] = h["step"].astype(int)
         config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
                       batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
+                      output_scale=scales[k],
                       seed=seeds[k] if isinstance(seeds[k], (int, type(None))) else None,
                       init=init, backend=backend, path=paths[k], dtype=dtype,
                       eval_every=eval_every, n_test=n_test, version=__version__)
