@@ -10,6 +10,20 @@ import numpy as np
 TRAIN_STREAMS = ("init", "pairs", "noise", "test")
 
 
+#: Spawn keys that keep a task's own streams apart from a training run's
+#: (which uses spawn keys 0..3), so that equal integer seeds never share numbers.
+TASK_TAGS = {"symbols": 1000, "sample_train": 1001, "sample_test": 1002}
+
+
+def tagged_generator(seed, tag):
+    """Return a Generator on the stream ``tag`` of ``seed``; a Generator is used as is."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    ss = seed_sequence(seed)
+    child = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key + (TASK_TAGS[tag],))
+    return np.random.Generator(np.random.PCG64(child))
+
+
 def seed_sequence(seed):
     """Return a SeedSequence for ``seed`` (None draws fresh OS entropy)."""
     if isinstance(seed, np.random.SeedSequence):

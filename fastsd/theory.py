@@ -42,6 +42,11 @@ def different_accuracy(L, rho):
     rho = np.asarray(rho, dtype=float)
     if np.any(~np.isfinite(rho)) or np.any(rho <= 0):
         raise ValueError(f"`rho` must be a finite number > 0; got {rho!r}.")
+    try:
+        np.broadcast(L, rho)
+    except ValueError:
+        raise ValueError(f"`L` and `rho` must broadcast together; got shapes {L.shape} "
+                         f"and {rho.shape}.") from None
     arg = (2 * L**2 - 2 * L) * (rho - 1) ** 2 / ((math.pi - 2) * (rho**2 + 1))
     out = ndtr(np.sqrt(arg))
     return out[()] if out.ndim == 0 else out

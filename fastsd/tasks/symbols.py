@@ -1,7 +1,7 @@
 """The same-different task on Gaussian symbols (Sec. 2, App. G.2)."""
 import numpy as np
 
-from .._rng import generator, seed_sequence
+from .._rng import seed_sequence, tagged_generator
 from .._validation import check_float, check_int, check_seed
 from .base import Task
 
@@ -25,7 +25,9 @@ class SameDifferent(Task):
         Noise variance (times 1/d per coordinate), >= 0.
     seed : int, SeedSequence or None
         Seed of the symbols. None draws fresh entropy, kept in ``seed_entropy``
-        so that the task can be rebuilt.
+        so that the task can be rebuilt. The symbols come from their own
+        stream of the seed, apart from the streams that ``sample_train``,
+        ``sample_test`` and ``train`` draw from the same integer.
 
     Attributes
     ----------
@@ -56,7 +58,8 @@ class SameDifferent(Task):
         check_seed("seed", seed)
         ss = seed_sequence(seed)
         self.seed_entropy = ss.entropy
-        self.symbols = generator(ss).standard_normal((self.L, self.d)) / np.sqrt(self.d)
+        self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
+                        / np.sqrt(self.d))
         self.input_dim = 2 * self.d
         self.scale_dim = self.d
         self.has_symbol_basis = self.sigma2 == 0.0
@@ -125,7 +128,7 @@ class SameDifferent(Task):
         """
         n = check_int("n", n, minimum=1)
         check_seed("seed", seed)
-        rng = generator(seed)
+        rng = tagged_generator(seed, "sample_train")
         u, v, y = self.draw_pairs(rng, (n,))
         perm = rng.permutation(n)
         u, v, y = u[perm], v[perm], y[perm]
@@ -150,7 +153,7 @@ class SameDifferent(Task):
         """
         n = check_int("n", n, minimum=1)
         check_seed("seed", seed)
-        rng = generator(seed)
+        rng = tagged_generator(seed, "sample_test")
         y = np.zeros(n)
         y[: n // 2] = 1.0
         if n % 2:

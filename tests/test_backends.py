@@ -1,0 +1,478 @@
+"""The training backends against the float64 NumPy reference.
+
+The truth here is a plain SGD loop written in this file on top of
+``_reference.loss_and_grads`` and the documented random streams (init, pairs,
+noise, test; ``fastsd._rng.train_streams``), with the paper's output scale
+1/(gamma sqrt d) and learning rate (App. G.1). Every backend and path must
+reproduce its parameters, losses and accuracies:
+
+============  ============================================  =====================
+dtype         displacement w_final - w_init                 train loss
+============  ============================================  =====================
+float64       1e-9 x max|displacement| (+ reference         rtol 1e-9
+              rounding 4 * steps * eps64 * max|w|)
+float32       1e-4 x max|displacement| (+ the same)          rtol 1e-5
+============  ============================================  =====================
+
+Accuracies (train and test) are counts of sign(f~) decisions: a backend may
+disagree with the reference only on decisions whose reference logit is within
+a margin of 0 (1e-9 x max|f~| in float64, 1e-4 x max|f~| in float32); logits
+that are exactly 0 in the reference (at initialisation) must agree exactly.
+"""
+import math
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastsd
+from fastsd import SameDifferent, train, train_ensemble
+from fastsd._rng import train_streams
+from fastsd.mlp import _cpu, _engines
+from fastsd.mlp import _reference as ref
+from fastsd.mlp.model import Params, init_params
+
+EPS64 = np.finfo(np.float64).eps
+EPS32 = float(np.finfo(np.float32).eps)
+ALPHA0 = 0.1
+
+TOL = {
+    # rtol on the displacement, rtol on the train loss, margin on logits (relative)
+    "float64": dict(disp=1e-9, loss=1e-9, margin=1e-9),
+    "float32": dict(disp=1e-4, loss=1e-5, margin=1e-4),
+}
+
+
+def lazy_gamma(d):
+    """The paper's "gamma ~ 0": 1e-5 / sqrt(d)."""
+    return 1e-5 / math.sqrt(d)
+
+
+# -- the reference training loop --------------------------------------------------
+
+def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_test):
+    """Plain float64 SGD with ``_reference``, drawing from the documented streams."""
+    d = task.d
+    streams = train_streams(seed)
+    p0 = init_params(streams["init"], width, 2 * d, "normal")
+    scale = 1.0 / (gamma * math.sqrt(d))
+    lr = gamma**2 * d * ALPHA0 if gamma <= 1 else gamma * math.sqrt(d) * ALPHA0
+    w, a = p0.w.copy(), p0.a.copy()
+    windows = []
+    t = 0
+    while t < steps:
+        n = min(eval_every, steps - t)
+        u, v, y = task.draw_pairs(streams["pairs"], (n, batch_size))
+        fs = np.empty((n, batch_size))
+        losses = np.empty(n)
+        for k in range(n):
+            x = task.training_inputs(u[k], v[k], streams["noise"])
+            losses[k], gw, ga, fs[k] = ref.loss_and_grads(p0.w, p0.a, w, a, x, y[k], scale)
+            w = w - lr * gw
+            a = a - lr * ga
+        t += n
+        xt, yt = task.sample_test(n_test, streams["test"])
+        ft = ref.centered_output(p0.w, p0.a, w, a, xt, scale)
+        windows.append(dict(step=t, f=fs, y=y, loss=losses, xt=xt, yt=yt, ft=ft))
+    return dict(w0=p0.w, a0=p0.a, w=w, a=a, windows=windows, scale=scale, lr=lr,
+                steps=steps)
+
+
+def allowed_flips(f_ref, margin):
+    """Decisions that may differ: reference logits with 0 < |f| <= margin."""
+    return int(np.sum((np.abs(f_ref) <= margin) & (f_ref != 0)))
+
+
+def check_against_reference(r, R, dtype, label=""):
+    tol = TOL[dtype]
+    steps = R["steps"]
+    # -- parameters ---------------------------------------------------------------
+    w0, a0 = R["w0"], R["a0"]
+    if dtype == "float64":
+        np.testing.assert_array_equal(r.initial_params.w, w0)
+        np.testing.assert_array_equal(r.initial_params.a, a0)
+    else:
+        np.testing.assert_allclose(r.initial_params.w, w0, rtol=EPS32, atol=0)
+        np.testing.assert_allclose(r.initial_params.a, a0, rtol=EPS32, atol=0)
+    dw_R, da_R = R["w"] - w0, R["a"] - a0
+    dw, da = r.final_params.w - r.initial_params.w, r.final_params.a - r.initial_params.a
+    disp_scale = max(np.abs(dw_R).max(), np.abs(da_R).max())
+    wmax = max(np.abs(w0).max(), np.abs(a0).max(), np.abs(R["w"]).max(), np.abs(R["a"]).max())
+    ref_rounding = 4 * steps * EPS64 * wmax        # the reference's own w - lr g rounding
+    atol = tol["disp"] * disp_scale + ref_rounding
+    err = max(np.abs(dw - dw_R).max(), np.abs(da - da_R).max())
+    assert err <= atol, f"{label}: displacement error {err:.3g} > {atol:.3g} (scale {disp_scale:.3g})"
+    init_round = 0.0 if dtype == "float64" else EPS32 * wmax
+    np.testing.assert_allclose(r.final_params.w, R["w"], rtol=0, atol=atol + init_round)
+    np.testing.assert_allclose(r.final_params.a, R["a"], rtol=0, atol=atol + init_round)
+
+    # -- history ------------------------------------------------------------------
+    wins = R["windows"]
+    h = r.history
+    np.testing.assert_array_equal(h["step"], [wd["step"] for wd in wins])
+    for j, wd in enumerate(wins):
+        loss_ref = wd["loss"].mean()
+        assert h["train_loss"][j] == pytest.approx(loss_ref, rel=tol["loss"]), label
+        n, B = wd["f"].shape
+        correct_ref = np.sum((wd["f"] > 0) == (wd["y"] > 0.5))
+        margin = tol["margin"] * np.abs(wd["f"]).max()
+        flips = abs(round(h["train_accuracy"][j] * n * B) - correct_ref)
+        assert flips <= allowed_flips(wd["f"], margin), (label, j, flips)
+        nt = wd["ft"].shape[0]
+        correct_t = np.sum((wd["ft"] > 0) == (wd["yt"] > 0.5))
+        margin_t = tol["margin"] * np.abs(wd["ft"]).max()
+        flips_t = abs(round(h["test_accuracy"][j] * nt) - correct_t)
+        assert flips_t <= allowed_flips(wd["ft"], margin_t), (label, j, flips_t)
+    assert r.best_test_accuracy == h["test_accuracy"].max()
+    assert r.final_test_accuracy == h["test_accuracy"][-1]
+
+    # -- predict on the last test set reproduces the reference logits ----------------
+    last = wins[-1]
+    if hasattr(r, "predict"):
+        f = r.predict(last["xt"])
+        fscale = np.abs(last["ft"]).max()
+        np.testing.assert_allclose(f, last["ft"], rtol=0,
+                                   atol=10 * tol["disp"] * fscale + 1e-9 * fscale + 1e-12)
+
+
+BACKENDS = [("numpy", "dense"), ("cpu", "dense"), ("cpu", "symbol")]
+
+gammas = st.one_of(st.just("lazy"), st.floats(-2.0, 1.0).map(lambda e: 10.0**e))
+
+
+def run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, dtype):
+    task = SameDifferent(d=d, L=L, sigma2=sigma2, seed=seed + 1)
+    g = lazy_gamma(d) if gamma == "lazy" else gamma
+    kw = dict(width=width, steps=100, batch_size=batch_size, eval_every=eval_every,
+              n_test=64)
+    R = reference_run(task, g, seed, **kw)
+    for backend, path in BACKENDS:
+        if path == "symbol" and sigma2 > 0:
+            continue
+        if backend == "numpy" and dtype == "float32":
+            continue
+        r = train(task, g, seed=seed, backend=backend, path=path, dtype=dtype, **kw)
+        assert r.config["backend"] == backend and r.config["path"] == path
+        assert r.config["dtype"] == dtype
+        check_against_reference(r, R, dtype, label=f"{backend}/{path}/{dtype}")
+
+
+backend_cases = dict(d=st.integers(1, 8), L=st.integers(2, 6), width=st.integers(1, 16),
+                     batch_size=st.integers(1, 16), gamma=gammas,
+                     sigma2=st.sampled_from([0.0, 0.0, 0.2]),
+                     seed=st.integers(0, 2**31 - 1), eval_every=st.sampled_from([30, 50, 100]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(**backend_cases)
+def test_backends_match_reference_float64(d, L, width, batch_size, gamma, sigma2, seed,
+                                          eval_every):
+    run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, "float64")
+
+
+@settings(max_examples=25, deadline=None)
+@given(**backend_cases)
+def test_backends_match_reference_float32(d, L, width, batch_size, gamma, sigma2, seed,
+                                          eval_every):
+    run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, "float32")
+
+
+@pytest.mark.parametrize("path", ["dense", "symbol"])
+@pytest.mark.parametrize("d, L, width, batch_size, seed", [
+    (8, 4, 16, 16, 0), (8, 2, 1, 11, 336), (3, 6, 5, 7, 9)])
+def test_float32_tracks_lazy_displacement(path, d, L, width, batch_size, seed):
+    """At gamma = 1e-5/sqrt(d) the displacement is below float32 resolution of w0,
+    yet the float32 engines keep it to 1e-4 relative (the displacement form)."""
+    gamma = lazy_gamma(d)
+    task = SameDifferent(d=d, L=L, seed=seed + 1)
+    kw = dict(width=width, steps=100, batch_size=batch_size, eval_every=50, n_test=64)
+    R = reference_run(task, gamma, seed, **kw)
+    dw_R = R["w"] - R["w0"]
+    # the regime that matters: the tolerance below is finer than the float32
+    # resolution of typical entries of w0, so storing w = w0 + dw in float32
+    # could not meet it
+    assert 0 < 1e-4 * np.abs(dw_R).max() < 0.5 * EPS32 * np.median(np.abs(R["w0"]))
+    r = train(task, gamma, seed=seed, backend="cpu", path=path, dtype="float32", **kw)
+    dw = r.final_params.w - r.initial_params.w
+    da = r.final_params.a - r.initial_params.a
+    np.testing.assert_allclose(dw, dw_R, rtol=0, atol=1e-4 * np.abs(dw_R).max())
+    np.testing.assert_allclose(da, R["a"] - R["a0"], rtol=0,
+                               atol=1e-4 * np.abs(R["a"] - R["a0"]).max())
+    check_against_reference(r, R, "float32", label=f"lazy/{path}")
+
+
+def test_default_dtypes():
+    task = SameDifferent(d=3, L=3, seed=0)
+    kw = dict(width=4, steps=2, batch_size=4, eval_every=2, n_test=8, seed=0)
+    assert train(task, 1.0, backend="numpy", **kw).config["dtype"] == "float64"
+    assert train(task, 1.0, backend="cpu", **kw).config["dtype"] == "float32"
+    r = train(task, 1.0, backend="cpu", dtype=np.float64, **kw)
+    assert r.config["dtype"] == "float64"
+    assert r.final_params.w.dtype == np.float64
+
+
+# -- ensembles --------------------------------------------------------------------
+
+def assert_results_equal(r1, r2):
+    np.testing.assert_array_equal(r1.initial_params.w, r2.initial_params.w)
+    np.testing.assert_array_equal(r1.initial_params.a, r2.initial_params.a)
+    np.testing.assert_array_equal(r1.final_params.w, r2.final_params.w)
+    np.testing.assert_array_equal(r1.final_params.a, r2.final_params.a)
+    assert r1.history.keys() == r2.history.keys()
+    for k in r1.history:
+        np.testing.assert_array_equal(r1.history[k], r2.history[k], err_msg=k)
+    assert r1.best_test_accuracy == r2.best_test_accuracy
+    assert r1.final_test_accuracy == r2.final_test_accuracy
+
+
+def assert_results_close(r1, r2, rtol):
+    np.testing.assert_array_equal(r1.initial_params.w, r2.initial_params.w)
+    dw1 = r1.final_params.w - r1.initial_params.w
+    dw2 = r2.final_params.w - r2.initial_params.w
+    da1 = r1.final_params.a - r1.initial_params.a
+    da2 = r2.final_params.a - r2.initial_params.a
+    s = max(np.abs(dw1).max(), np.abs(da1).max())
+    np.testing.assert_allclose(dw2, dw1, rtol=0, atol=rtol * s)
+    np.testing.assert_allclose(da2, da1, rtol=0, atol=rtol * s)
+    np.testing.assert_allclose(r2.history["train_loss"], r1.history["train_loss"], rtol=rtol)
+    np.testing.assert_array_equal(r2.history["step"], r1.history["step"])
+    # accuracies: at most one decision per evaluation window may flip
+    n_train = r1.config["batch_size"] * r1.config["eval_every"]
+    assert np.all(np.abs(r2.history["train_accuracy"] - r1.history["train_accuracy"])
+                  <= 1.0 / n_train + 1e-12)
+    assert np.all(np.abs(r2.history["test_accuracy"] - r1.history["test_accuracy"])
+                  <= 1.0 / r1.config["n_test"] + 1e-12)
+
+
+ENSEMBLE = dict(width=8, steps=60, batch_size=8, eval_every=25, n_test=32)
+
+
+def mixed_tasks(d=4, sigma2s=(0.0, 0.0, 0.0, 0.0)):
+    Ls = [2, 5, 2, 3]
+    return [SameDifferent(d=d, L=L, sigma2=s2, seed=100 + k)
+            for k, (L, s2) in enumerate(zip(Ls, sigma2s))]
+
+
+MIXED_GAMMAS = [lazy_gamma(4), 0.1, 1.0, 10.0]
+MIXED_SEEDS = [10, 11, 12, 13]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ensemble_symbol_path_equals_separate_runs_exactly(dtype):
+    tasks = mixed_tasks()
+    rs = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, backend="cpu", path="symbol",
+                        dtype=dtype, **ENSEMBLE)
+    assert len(rs) == 4
+    for k, r in enumerate(rs):
+        single = train(tasks[k], MIXED_GAMMAS[k], seed=MIXED_SEEDS[k], backend="cpu",
+                       path="symbol", dtype=dtype, **ENSEMBLE)
+        assert r.config["L"] == tasks[k].L and r.config["gamma"] == MIXED_GAMMAS[k]
+        assert_results_equal(r, single)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ensemble_dense_path_equals_separate_runs(dtype):
+    tasks = mixed_tasks(sigma2s=(0.0, 0.3, 0.0, 0.1))
+    rs = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, backend="cpu", path="dense",
+                        dtype=dtype, **ENSEMBLE)
+    rtol = 1e-12 if dtype == "float64" else 1e-6
+    for k, r in enumerate(rs):
+        single = train(tasks[k], MIXED_GAMMAS[k], seed=MIXED_SEEDS[k], backend="cpu",
+                       path="dense", dtype=dtype, **ENSEMBLE)
+        assert_results_close(single, r, rtol)
+
+
+def test_ensemble_auto_path_mixes_engines_and_equals_separate_runs():
+    # noisy tasks can only go dense; with tiny L and large d the clean ones go symbol
+    d = 8
+    tasks = [SameDifferent(d=d, L=2, seed=1), SameDifferent(d=d, L=3, sigma2=0.2, seed=2),
+             SameDifferent(d=d, L=2, seed=3)]
+    gs, seeds = [0.5, 2.0, lazy_gamma(d)], [1, 2, 3]
+    kw = dict(width=16, steps=40, batch_size=16, eval_every=20, n_test=32, backend="cpu",
+              dtype="float64")
+    rs = train_ensemble(tasks, gs, seeds, **kw)
+    paths = [r.config["path"] for r in rs]
+    assert paths[1] == "dense"
+    for k, r in enumerate(rs):
+        single = train(tasks[k], gs[k], seed=seeds[k], **kw)
+        assert single.config["path"] == r.config["path"]
+        assert_results_close(single, r, 1e-12)
+
+
+def test_ensemble_numpy_backend_equals_separate_runs():
+    tasks = mixed_tasks(sigma2s=(0.0, 0.3, 0.0, 0.0))
+    kw = dict(ENSEMBLE, steps=30)
+    rs = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, backend="numpy", **kw)
+    for k, r in enumerate(rs):
+        assert_results_equal(r, train(tasks[k], MIXED_GAMMAS[k], seed=MIXED_SEEDS[k],
+                                      backend="numpy", **kw))
+
+
+@settings(max_examples=10, deadline=None)
+@given(M=st.integers(1, 4), d=st.integers(1, 6), data=st.data())
+def test_ensemble_symbol_path_property(M, d, data):
+    Ls = data.draw(st.lists(st.integers(2, 5), min_size=M, max_size=M))
+    gs = data.draw(st.lists(st.floats(-2.0, 1.0).map(lambda e: 10.0**e), min_size=M,
+                            max_size=M))
+    seeds = data.draw(st.lists(st.integers(0, 2**31 - 1), min_size=M, max_size=M))
+    width = data.draw(st.integers(1, 12))
+    B = data.draw(st.integers(1, 12))
+    tasks = [SameDifferent(d=d, L=L, seed=s + 7) for L, s in zip(Ls, seeds)]
+    kw = dict(width=width, steps=40, batch_size=B, eval_every=20, n_test=16, backend="cpu",
+              path="symbol")
+    rs = train_ensemble(tasks, gs, seeds, **kw)
+    for k in range(M):
+        assert_results_equal(rs[k], train(tasks[k], gs[k], seed=seeds[k], **kw))
+
+
+def test_ensemble_broadcasts_scalars():
+    task = SameDifferent(d=3, L=3, seed=0)
+    kw = dict(width=4, steps=20, batch_size=4, eval_every=10, n_test=16, backend="cpu",
+              path="symbol")
+    rs = train_ensemble(task, [0.5, 2.0], 7, **kw)
+    assert len(rs) == 2
+    assert_results_equal(rs[0], train(task, 0.5, seed=7, **kw))
+    assert_results_equal(rs[1], train(task, 2.0, seed=7, **kw))
+    # same seed => same initialisation for both models
+    np.testing.assert_array_equal(rs[0].initial_params.w, rs[1].initial_params.w)
+
+
+# -- reproducibility ---------------------------------------------------------------
+
+@pytest.mark.parametrize("backend, path", BACKENDS)
+def test_same_seed_same_result(backend, path):
+    task = SameDifferent(d=4, L=3, seed=0)
+    kw = dict(width=6, steps=30, batch_size=6, eval_every=10, n_test=32, seed=5,
+              backend=backend, path=path)
+    assert_results_equal(train(task, 0.7, **kw), train(task, 0.7, **kw))
+    other = train(task, 0.7, **dict(kw, seed=6))
+    assert not np.array_equal(other.initial_params.w, train(task, 0.7, **kw).initial_params.w)
+
+
+@pytest.mark.parametrize("path", ["dense", "symbol"])
+def test_result_independent_of_thread_count(path):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba is limited to one thread here (NUMBA_NUM_THREADS < 2)")
+    tasks = mixed_tasks()
+    kw = dict(ENSEMBLE, backend="cpu", path=path, dtype="float32")
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        r1 = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
+        numba.set_num_threads(2)
+        r2 = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(r1, r2):
+        assert_results_equal(a, b)
+
+
+# -- Numba loss, sigmoid and ReLU at the edges --------------------------------------
+
+@numba.njit
+def numba_loss_and_grad(f, y):
+    return _cpu._bce(f, y), _cpu._sigmoid(f) - y
+
+
+EXTREME = [
+    (1000.0, 0.0, 1000.0, 1.0),
+    (1000.0, 1.0, 0.0, 0.0),
+    (-1000.0, 0.0, 0.0, 0.0),
+    (-1000.0, 1.0, 1000.0, -1.0),
+    (math.inf, 0.0, math.inf, 1.0),
+    (math.inf, 1.0, 0.0, 0.0),
+    (-math.inf, 0.0, 0.0, 0.0),
+    (-math.inf, 1.0, math.inf, -1.0),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("f, y, loss, grad", EXTREME)
+def test_numba_loss_and_gradient_exact_at_extremes(dtype, f, y, loss, grad):
+    got_loss, got_grad = numba_loss_and_grad(dtype(f), dtype(y))
+    assert not math.isnan(got_loss) and not math.isnan(got_grad)
+    assert got_loss == loss
+    assert got_grad == grad
+    # direct (non-inlined) calls agree
+    assert _cpu._bce(dtype(f), dtype(y)) == loss
+    assert _cpu._sigmoid(dtype(f)) - y == grad
+
+
+@settings(max_examples=30, deadline=None)
+@given(f=st.floats(-700.0, 700.0), y=st.sampled_from([0.0, 1.0]))
+def test_numba_loss_matches_reference(f, y):
+    lo, g = numba_loss_and_grad(f, y)
+    assert lo == pytest.approx(float(ref.bce(f, y)), rel=1e-14, abs=1e-300)
+    assert g == pytest.approx(float(ref.sigmoid(f)) - y, rel=1e-14, abs=1e-300)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("F", [1000.0, 2.0**40, 2.0**100])
+def test_dense_fused_exact_at_huge_logits(dtype, F):
+    """f = +-F exactly; the BCE gradient sigmoid(f) - y is then exactly 0 or +-1."""
+    # unit 0 has a0 = +1, unit 1 has a0 = -1; h0 = 0, dh puts F on one of them
+    B, m = 4, 2
+    fsign = np.array([1, -1, 1, -1])
+    y = np.array([[0.0, 1.0, 1.0, 0.0]])
+    h0 = np.zeros((1, B, m), dtype)
+    dh = np.zeros((1, B, m), dtype)
+    for b in range(B):
+        dh[0, b, 0 if fsign[b] > 0 else 1] = F
+    a0 = np.array([[1.0, -1.0]], dtype)
+    da = np.zeros((1, m), dtype)
+    scale = np.array([1.0])
+    grad_h = np.full((1, B, m), np.nan, dtype)
+    grad_a = np.full((1, m), np.nan, dtype)
+    loss = np.zeros(1)
+    correct = np.zeros(1)
+    h = (h0 + dh)[0].astype(np.float64)                  # the preactivations
+    _cpu.dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct)
+    f = fsign * F
+    err = np.where(f > 0, 1.0, 0.0) - y[0]              # sigmoid(+-F) is exactly 1 or 0
+    exact_loss = np.where(err != 0, F, 0.0)             # BCE = F when wrong, 0 when right
+    assert loss[0] == exact_loss.sum()
+    assert correct[0] == np.sum(err == 0)
+    for b in range(B):
+        for i in range(m):
+            expect = err[b] / B * a0[0, i] if h[b, i] > 0 else 0.0
+            assert grad_h[0, b, i] == expect, (b, i)
+    expect_a = np.array([sum(err[b] / B * max(h[b, i], 0) for b in range(B)) for i in range(m)])
+    np.testing.assert_array_equal(grad_a[0], expect_a.astype(dtype))
+    assert np.all(np.isfinite(grad_h)) and np.all(np.isfinite(grad_a))
+
+
+def zero_preactivation_setup(d_task_seed=0):
+    """Integer symbols with coordinate sum 1, and unit 0 with w0 = (1, 1; -1, -1):
+    its preactivation is exactly 0 on every pair (s_u; s_v)."""
+    S = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, -1.0], [-1.0, 2.0]])
+    task = SameDifferent(d=2, L=4, seed=d_task_seed)
+    task.symbols = S
+    w0 = np.array([[1.0, 1.0, -1.0, -1.0],
+                   [0.5, -0.25, 0.75, 1.0],
+                   [-0.5, 1.0, 0.25, 0.5]])
+    a0 = np.array([0.5, -1.0, 0.75])
+    return task, Params(w=w0, a=a0)
+
+
+@pytest.mark.parametrize("engine, dtype", [
+    (_engines.ReferenceEngine, "float64"),
+    (_engines.DenseEngine, "float32"), (_engines.DenseEngine, "float64"),
+    (_engines.SymbolEngine, "float32"), (_engines.SymbolEngine, "float64")])
+def test_relu_derivative_at_zero_is_zero_in_every_engine(engine, dtype):
+    task, p0 = zero_preactivation_setup()
+    rng = np.random.default_rng(0)
+    n, B = 5, 8
+    pairs = task.draw_pairs(rng, (n, B))
+    x_all = np.concatenate([task.symbols[pairs[0]], task.symbols[pairs[1]]], axis=-1)
+    assert np.all(x_all @ p0.w[0] == 0.0)
+    eng = engine([task], [p0], [0.8], [0.5], dtype)
+    eng.run([pairs], [np.random.default_rng(1)])
+    init, final = eng.params()
+    # unit 0 sat at the kink for every step: relu'(0) = 0 leaves it untouched
+    np.testing.assert_array_equal(final[0].w[0], p0.w[0])
+    assert final[0].a[0] == p0.a[0]
+    # the other units did learn (so the check is not vacuous)
+    assert np.any(final[0].w[1:] != init[0].w[1:])
+    assert np.any(final[0].a[1:] != init[0].a[1:])

@@ -1,0 +1,247 @@
+"""Validation at the public entry points.
+
+Every message must name the parameter (in backticks) and the valid range, as in
+"`L` must be an integer >= 2; got 1." (DESIGN.md, "Errors and docstrings").
+"""
+import math
+
+import numpy as np
+import pytest
+
+import fastsd
+from fastsd import BackendUnavailableError, SameDifferent, theory, train, train_ensemble
+
+TASK = SameDifferent(d=3, L=3, seed=0)
+TINY = dict(width=2, steps=2, batch_size=2, eval_every=1, n_test=4, seed=0)
+
+
+def tiny(**over):
+    kw = dict(TINY)
+    kw.update(over)
+    return kw
+
+
+# -- the task ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("L", [1, 0, -3])
+def test_L_below_two(L):
+    with pytest.raises(ValueError, match=r"`L` must be an integer >= 2; got " + str(L)):
+        SameDifferent(d=3, L=L)
+
+
+@pytest.mark.parametrize("d", [0, -1])
+def test_d_below_one(d):
+    with pytest.raises(ValueError, match=r"`d` must be an integer >= 1; got " + str(d)):
+        SameDifferent(d=d, L=3)
+
+
+@pytest.mark.parametrize("name, kwargs", [("L", dict(d=3, L=2.0)), ("d", dict(d=2.5, L=3)),
+                                          ("L", dict(d=3, L=True)), ("d", dict(d="3", L=3))])
+def test_task_integer_types(name, kwargs):
+    with pytest.raises(TypeError, match=rf"`{name}` must be an integer"):
+        SameDifferent(**kwargs)
+
+
+@pytest.mark.parametrize("sigma2", [-1e-9, -1.0, math.nan, math.inf])
+def test_sigma2_negative_or_not_finite(sigma2):
+    with pytest.raises(ValueError, match=r"`sigma2` must be a finite number >= 0"):
+        SameDifferent(d=3, L=3, sigma2=sigma2)
+
+
+def test_task_seed():
+    with pytest.raises(ValueError, match=r"`seed` must be an integer >= 0; got -1"):
+        SameDifferent(d=3, L=3, seed=-1)
+    with pytest.raises(TypeError, match=r"`seed` must be an integer"):
+        SameDifferent(d=3, L=3, seed=1.5)
+
+
+@pytest.mark.parametrize("method", ["sample_train", "sample_test"])
+def test_sample_sizes(method):
+    with pytest.raises(ValueError, match=r"`n` must be an integer >= 1; got 0"):
+        getattr(TASK, method)(0)
+    with pytest.raises(TypeError, match=r"`n` must be an integer"):
+        getattr(TASK, method)(2.5)
+    with pytest.raises(ValueError, match=r"`seed` must be an integer >= 0"):
+        getattr(TASK, method)(4, seed=-2)
+
+
+# -- train ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value, pattern", [
+    ("width", 0, r"`width` must be an integer >= 1; got 0"),
+    ("width", -4, r"`width` must be an integer >= 1; got -4"),
+    ("steps", 0, r"`steps` must be an integer >= 1; got 0"),
+    ("batch_size", 0, r"`batch_size` must be an integer >= 1; got 0"),
+    ("eval_every", 0, r"`eval_every` must be an integer >= 1; got 0"),
+    ("n_test", 0, r"`n_test` must be an integer >= 1; got 0"),
+    ("alpha0", 0.0, r"`alpha0` must be a finite number > 0"),
+    ("alpha0", math.nan, r"`alpha0` must be a finite number > 0"),
+    ("seed", -1, r"`seed` must be an integer >= 0; got -1"),
+])
+def test_train_out_of_range(name, value, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        train(TASK, 1.0, **tiny(**{name: value}))
+
+
+@pytest.mark.parametrize("name, value", [("width", 2.0), ("steps", "10"), ("batch_size", 1.5),
+                                         ("width", True)])
+def test_train_integer_types(name, value):
+    with pytest.raises(TypeError, match=rf"`{name}` must be an integer"):
+        train(TASK, 1.0, **tiny(**{name: value}))
+
+
+@pytest.mark.parametrize("gamma", [0.0, -1.0, math.nan, math.inf, -math.inf])
+def test_gamma_not_positive_finite(gamma):
+    with pytest.raises(ValueError, match=r"`gamma` must be a finite number > 0"):
+        train(TASK, gamma, **TINY)
+    with pytest.raises(ValueError, match=r"`gamma` must be a finite number > 0"):
+        train_ensemble(TASK, [1.0, gamma], [0, 1], width=2, steps=2)
+
+
+def test_gamma_types():
+    with pytest.raises(TypeError, match=r"`gamma` must be a real number"):
+        train(TASK, "1", **TINY)
+    with pytest.raises(TypeError, match=r"`gamma` must be a single number"):
+        train(TASK, [1.0, 2.0], **TINY)
+
+
+@pytest.mark.parametrize("backend", ["tpu", "gpu", "", None])
+def test_unknown_backend(backend):
+    with pytest.raises(ValueError, match=r"`backend` must be one of 'auto', 'numpy', 'cpu', "
+                                         r"'cuda'"):
+        train(TASK, 1.0, backend=backend, **TINY)
+
+
+def test_cuda_backend_unavailable_names_the_fix():
+    with pytest.raises(BackendUnavailableError, match=r"cuda.*backend='cpu'"):
+        train(TASK, 1.0, backend="cuda", **TINY)
+    assert issubclass(fastsd.BackendUnavailableError, RuntimeError)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "int32", "double", np.float16])
+def test_unknown_dtype(dtype):
+    with pytest.raises(ValueError, match=r"`dtype` must be one of 'float32', 'float64'"):
+        train(TASK, 1.0, backend="cpu", dtype=dtype, **TINY)
+
+
+def test_numpy_backend_is_float64_and_dense_only():
+    with pytest.raises(ValueError, match=r"`dtype` must be 'float64' with backend 'numpy'"):
+        train(TASK, 1.0, backend="numpy", dtype="float32", **TINY)
+    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto' with backend 'numpy'"):
+        train(TASK, 1.0, backend="numpy", path="symbol", **TINY)
+
+
+def test_unknown_path_and_init():
+    with pytest.raises(ValueError, match=r"`path` must be one of 'auto', 'dense', 'symbol'"):
+        train(TASK, 1.0, path="sparse", **TINY)
+    with pytest.raises(ValueError, match=r"`init` must be one of 'normal', 'truncated'"):
+        train(TASK, 1.0, init="xavier", **TINY)
+
+
+def test_symbol_path_needs_clean_task():
+    noisy = SameDifferent(d=3, L=3, sigma2=0.5, seed=0)
+    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto'.*sigma2"):
+        train(noisy, 1.0, backend="cpu", path="symbol", **TINY)
+    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto'"):
+        train_ensemble([TASK, noisy], 1.0, [0, 1], backend="cpu", path="symbol",
+                       width=2, steps=2)
+
+
+def test_task_type():
+    with pytest.raises(TypeError, match=r"`task` must be a fastsd task"):
+        train("symbols", 1.0, **TINY)
+
+
+# -- ensembles ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("tasks, gammas, seeds, name, want, got", [
+    (TASK, [1.0, 2.0], [0, 1, 2], "gamma", 3, 2),
+    (TASK, [1.0, 2.0, 3.0], [0, 1], "seed", 3, 2),
+    ([TASK, TASK], [1.0, 2.0, 3.0], 0, "task", 3, 2),
+])
+def test_ensemble_length_mismatch(tasks, gammas, seeds, name, want, got):
+    with pytest.raises(ValueError, match=rf"`{name}` must have length 1 or {want}.*got length "
+                                         rf"{got}"):
+        train_ensemble(tasks, gammas, seeds, width=2, steps=2)
+
+
+def test_ensemble_empty_and_mixed_input_dims():
+    with pytest.raises(ValueError, match=r"`gamma` must be a non-empty sequence"):
+        train_ensemble(TASK, [], 0, width=2, steps=2)
+    with pytest.raises(ValueError, match=r"`task` must share one input dimension"):
+        train_ensemble([TASK, SameDifferent(d=4, L=3, seed=0)], 1.0, [0, 1], width=2, steps=2)
+
+
+# -- theory: arrays with NaN / inf and bad values --------------------------------------
+
+@pytest.mark.parametrize("func", [theory.rich_test_accuracy,
+                                  lambda L: theory.different_accuracy(L, 1.5)])
+@pytest.mark.parametrize("L", [np.array([3.0, np.nan]), np.array([np.inf, 4.0]), 1,
+                               np.array([2, 3, 1]), [5, -np.inf]])
+def test_theory_rejects_bad_L(func, L):
+    with pytest.raises(ValueError, match=r"`L` must be a number .*>= 2"):
+        func(L)
+
+
+@pytest.mark.parametrize("rho", [0.0, -1.0, np.nan, np.inf, np.array([1.0, np.nan])])
+def test_theory_rejects_bad_rho(rho):
+    with pytest.raises(ValueError, match=r"`rho` must be a finite number > 0"):
+        theory.different_accuracy(3, rho)
+    with pytest.raises(ValueError, match=r"`rho` must be a finite number > 0"):
+        theory.handcrafted_different_accuracy(rho)
+
+
+def test_theory_rejects_non_numeric_L():
+    with pytest.raises((TypeError, ValueError), match=r"`L`"):
+        theory.rich_test_accuracy("3")
+
+
+def test_theory_shape_mismatch_names_the_parameters():
+    """L and rho that do not broadcast: the error must name them (not a bare NumPy error)."""
+    with pytest.raises(ValueError, match=r"`L`|`rho`"):
+        theory.different_accuracy(np.array([2, 3]), np.array([1.0, 2.0, 3.0]))
+
+
+# -- TrainResult.predict ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained():
+    return train(TASK, 1.0, **TINY)
+
+
+def test_predict_exists(trained):
+    assert hasattr(trained, "predict"), "TrainResult.predict is missing"
+
+
+@pytest.mark.parametrize("bad", [np.array([[0.0, 1.0, np.nan, 0.0, 0.0, 0.0]]),
+                                 np.full((3, 6), np.inf), [[0, 0, 0, 0, 0, -np.inf]]])
+def test_predict_rejects_non_finite(trained, bad):
+    if not hasattr(trained, "predict"):
+        pytest.skip("TrainResult.predict not implemented")
+    with pytest.raises(ValueError, match=r"`x` must be finite"):
+        trained.predict(bad)
+
+
+@pytest.mark.parametrize("bad", [np.zeros((2, 5)), np.zeros(6), np.zeros((2, 6, 1)),
+                                 np.zeros((4, 3))])
+def test_predict_rejects_wrong_shape(trained, bad):
+    if not hasattr(trained, "predict"):
+        pytest.skip("TrainResult.predict not implemented")
+    with pytest.raises(ValueError, match=r"`x` must be an array of shape \(n, 6\); got shape"):
+        trained.predict(bad)
+
+
+def test_predict_rejects_non_numeric(trained):
+    if not hasattr(trained, "predict"):
+        pytest.skip("TrainResult.predict not implemented")
+    with pytest.raises(TypeError, match=r"`x` must be a numeric array"):
+        trained.predict([["a", "b", "c", "d", "e", "f"]])
+
+
+def test_predict_accepts_lists(trained):
+    if not hasattr(trained, "predict"):
+        pytest.skip("TrainResult.predict not implemented")
+    x, _ = TASK.sample_test(4, seed=1)
+    f = trained.predict(x.tolist())
+    assert f.shape == (4,) and f.dtype == np.float64
+    np.testing.assert_array_equal(f, trained.predict(x))
