@@ -20,8 +20,11 @@ training pair (u, v) are P1[u] + P2[v] + Q1[u] + Q2[v], where P = S w0^T and
 Q = S dw^T = K C with K = S S^T. ``symbol_chunk`` runs many SGD steps this way
 at O(B m + L min(L, B) m) per step, independent of d.
 
-All kernels loop over a leading model axis with ``prange``; each model's
-arithmetic is the same whatever the number of models or threads.
+All kernels loop over a leading model axis with ``prange``; each model runs
+on one thread, so its arithmetic is the same whatever the number of models or
+threads. (Spreading one model over threads, phase by phase, cost more in
+synchronisation than it saved at these sizes, and two one-thread processes
+beat one two-thread process here.)
 """
 import math
 
@@ -29,9 +32,6 @@ import numba as nb
 import numpy as np
 
 _FASTMATH = {"reassoc", "contract"}
-#: Hidden units per block in the symbol-basis update; fixed so that results
-#: do not depend on the thread count.
-_BLOCK = 128
 
 
 @nb.njit(inline="always")
@@ -123,25 +123,31 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _axpy_row(dst, src, alpha, i0, i1):
-    """dst[i0:i1] += alpha * src[i0:i1] for contiguous rows, in its own loop so that it vectorises."""
-    for i in range(i0, i1):
+def _axpy_row(dst, src, alpha):
+    """dst += alpha * src, in its own loop so that it vectorises."""
+    for i in range(dst.shape[0]):
         dst[i] += alpha * src[i]
 
 
-@nb.njit(cache=True)
-def _distinct_pairs(u, v, y, L, pu, pv, cnt, yb, act):
-    """Collect the distinct (u, v) pairs of a batch with their counts.
+@nb.njit(fastmath=_FASTMATH, cache=True)
+def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda, h, g, act):
+    """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
 
-    Repeated pairs have identical gradients, so each is computed once and
-    weighted by its count. Marks in ``act`` the symbols used on each side.
-    Returns the number of distinct pairs.
+    Pairs that repeat in the batch have identical gradients, so each distinct
+    (u, v) is computed once and weighted by its count.
     """
+    L, m = P1.shape
     B = u.shape[0]
+    D1[:, :] = 0
+    D2[:, :] = 0
+    gda[:] = 0
     act[:, :] = False
+    zero = h.dtype.type(0)
+    one = h.dtype.type(1)
     keys = u.astype(np.int64) * L + v
     order = np.argsort(keys, kind="mergesort")
-    n = 0
+    lsum = 0.0
+    csum = 0
     j = 0
     while j < B:
         b = order[j]
@@ -149,124 +155,46 @@ def _distinct_pairs(u, v, y, L, pu, pv, cnt, yb, act):
         while j + c < B and keys[order[j + c]] == keys[b]:
             c += 1
         j += c
-        pu[n], pv[n], cnt[n], yb[n] = u[b], v[b], c, y[b]
-        act[0, u[b]] = True
-        act[1, v[b]] = True
-        n += 1
-    return n
-
-
-@nb.njit(fastmath=_FASTMATH, cache=True)
-def _pair_forward(p1, p2, q1, q2, a0, da, h):
-    """Centered output sum for one pair; stores h = h0 + dh. Returns the sum (unscaled)."""
-    zero = h.dtype.type(0)
-    f = zero
-    for i in range(h.shape[0]):
-        h0 = p1[i] + p2[i]
-        dh = q1[i] + q2[i]
-        hi = h0 + dh
-        h[i] = hi
-        r = max(hi, zero)
-        dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
-        f += a0[i] * dr + da[i] * r
-    return f
-
-
-@nb.njit(fastmath=_FASTMATH, cache=True)
-def _block_update(i0, i1, P1, Q1, Q2, C1, C2, K, a0, da, H, EF, pu, pv, n_pairs,
-                  D1, D2, gda, act):
-    """Backward and update of hidden units i0:i1 (columns) for one step."""
-    L = P1.shape[0]
-    zero = H.dtype.type(0)
-    one = H.dtype.type(1)
-    for r in range(L):
-        for i in range(i0, i1):
-            D1[r, i] = zero
-            D2[r, i] = zero
-    for i in range(i0, i1):
-        gda[i] = zero
-    for j in range(n_pairs):
-        ef = EF[j]
-        d1 = D1[pu[j]]
-        d2 = D2[pv[j]]
-        hj = H[j]
-        for i in range(i0, i1):
-            g = ef * (a0[i] + da[i]) if hj[i] > zero else zero
-            d1[i] += g
-            d2[i] += g
-            gda[i] += ef * max(hj[i], zero)
+        p, q = u[b], v[b]
+        p1, p2, q1, q2 = P1[p], P2[q], Q1[p], Q2[q]
+        f = zero
+        for i in range(m):
+            h0 = p1[i] + p2[i]
+            dh = q1[i] + q2[i]
+            hi = h0 + dh
+            h[i] = hi
+            r = max(hi, zero)
+            dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
+            f += a0[i] * dr + da[i] * r
+        f *= s
+        lsum += c * _bce(f, y[b])
+        csum += c * ((f > 0) == (y[b] > 0.5))
+        ef = h.dtype.type(-lr * c * (_sigmoid(f) - y[b]) * s / B)
+        for i in range(m):
+            g[i] = ef * (a0[i] + da[i]) if h[i] > zero else zero
+        _axpy_row(D1[p], g, one)
+        _axpy_row(D2[q], g, one)
+        for i in range(m):
+            gda[i] += ef * max(h[i], zero)
+        act[0, p] = True
+        act[1, q] = True
     for side in range(2):
         D, C, Q = (D1, C1, Q1) if side == 0 else (D2, C2, Q2)
         for r in range(L):
             if act[side, r]:
-                _axpy_row(C[r], D[r], one, i0, i1)
+                _axpy_row(C[r], D[r], one)
         for l in range(L):
             for r in range(L):
                 if act[side, r]:
-                    _axpy_row(Q[l], D[r], K[l, r], i0, i1)
-    for i in range(i0, i1):
+                    _axpy_row(Q[l], D[r], K[l, r])
+    for i in range(m):
         da[i] += gda[i]
-
-
-@nb.njit(cache=True)
-def _serial_sum(x):
-    """Sum in index order (a ``.sum()`` inside a parallel function would be split by thread)."""
-    t = 0.0
-    for i in range(x.shape[0]):
-        t += x[i]
-    return t
-
-
-def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, work):
-    """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
-
-    Two phases: the forward pass over the distinct pairs (independent pairs),
-    then backward and update over fixed blocks of hidden units (independent
-    columns). Compiled twice: serial (for ensembles, parallel over models) and
-    parallel over pairs and column blocks (for one model). The blocks are of a
-    fixed size, so the arithmetic, and the result, do not depend on the
-    number of threads.
-    """
-    D1, D2, gda, H, EF, act, pu, pv, cnt, yb = work
-    L, m = P1.shape
-    B = u.shape[0]
-    n_pairs = _distinct_pairs(u, v, y, L, pu, pv, cnt, yb, act)
-    lsum = np.zeros(n_pairs)
-    csum = np.zeros(n_pairs)
-    for j in nb.prange(n_pairs):
-        f = s * _pair_forward(P1[pu[j]], P2[pv[j]], Q1[pu[j]], Q2[pv[j]], a0, da, H[j])
-        lsum[j] = cnt[j] * _bce(f, yb[j])
-        csum[j] = cnt[j] * ((f > 0) == (yb[j] > 0.5))
-        EF[j] = -lr * cnt[j] * (_sigmoid(f) - yb[j]) * s / B
-    n_blocks = (m + _BLOCK - 1) // _BLOCK
-    for cb in nb.prange(n_blocks):
-        _block_update(cb * _BLOCK, min((cb + 1) * _BLOCK, m), P1, Q1, Q2, C1, C2, K,
-                      a0, da, H, EF, pu, pv, n_pairs, D1, D2, gda, act)
-    return _serial_sum(lsum), _serial_sum(csum)
-
-
-_symbol_step_serial = nb.njit(fastmath=_FASTMATH, cache=True)(_symbol_step)
-# Not cached: Numba's cache names entries by function and line, so a second
-# cached compilation of the same function would share (and mix up) entries.
-_symbol_step_parallel = nb.njit(fastmath=_FASTMATH, parallel=True)(_symbol_step)
-
-
-@nb.njit(cache=True)
-def _symbol_work(L, m, B, dtype_like):
-    dt = dtype_like.dtype
-    return (np.zeros((L, m), dt), np.zeros((L, m), dt), np.zeros(m, dt),
-            np.zeros((B, m), dt), np.zeros(B, dt), np.zeros((2, L), np.bool_),
-            np.zeros(B, np.int64), np.zeros(B, np.int64), np.zeros(B, np.int64),
-            np.zeros(B))
+    return lsum, csum
 
 
 @nb.njit(parallel=True, cache=True)
 def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, correct):
     """Run n SGD steps for M models with the same L, in the symbol basis.
-
-    Models run in parallel, each step of a model serially. For M = 1 use
-    ``symbol_chunk_wide``, which spreads one model over the threads with the
-    same arithmetic.
 
     Parameters
     ----------
@@ -283,23 +211,17 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, co
         Per-step sum of BCE over the batch and number of correct predictions.
     """
     M, L, m = P1.shape
-    n, B = u.shape[1], u.shape[2]
+    n = u.shape[1]
     for k in nb.prange(M):
-        work = _symbol_work(L, m, B, P1)
+        D1 = np.zeros((L, m), P1.dtype)
+        D2 = np.zeros((L, m), P1.dtype)
+        gda = np.zeros(m, P1.dtype)
+        h = np.zeros(m, P1.dtype)
+        g = np.zeros(m, P1.dtype)
+        act = np.zeros((2, L), np.bool_)
         for t in range(n):
-            loss[k, t], correct[k, t] = _symbol_step_serial(
-                P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k], a0[k], da[k],
-                u[k, t], v[k, t], y[k, t], scale[k], lr[k], work)
-
-
-@nb.njit
-def symbol_chunk_wide(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, correct):
-    """As ``symbol_chunk``, for M models one after another, each spread over the threads."""
-    M, L, m = P1.shape
-    n, B = u.shape[1], u.shape[2]
-    for k in range(M):
-        work = _symbol_work(L, m, B, P1)
-        for t in range(n):
-            loss[k, t], correct[k, t] = _symbol_step_parallel(
-                P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k], a0[k], da[k],
-                u[k, t], v[k, t], y[k, t], scale[k], lr[k], work)
+            ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
+                                  a0[k], da[k], u[k, t], v[k, t], y[k, t],
+                                  scale[k], lr[k], D1, D2, gda, h, g, act)
+            loss[k, t] = ls
+            correct[k, t] = cs

@@ -171,7 +171,6 @@ class SymbolEngine(_DisplacementEngine):
         M, n, B = u.shape
         loss = np.empty((M, n))
         correct = np.empty((M, n))
-        kernel = _cpu.symbol_chunk_wide if M == 1 else _cpu.symbol_chunk
-        kernel(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
+        _cpu.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
                           self.a0, self.da, u, v, y, self.scales, self.lrs, loss, correct)
         return loss / B, correct / B
