@@ -15,9 +15,11 @@ _LAZY = {
     "TrainResult": ("fastsd.mlp", "TrainResult"),
     "Params": ("fastsd.mlp", "Params"),
     "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
+    "ResultStore": ("fastsd.store", "ResultStore"),
 }
+_MODULES = ("theory", "tasks", "mlp", "presets", "scan", "plots", "store")
 
-__all__ = sorted(_LAZY) + ["__version__", "theory", "tasks", "mlp"]
+__all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 
 
 def __getattr__(name):
@@ -25,6 +27,6 @@ def __getattr__(name):
     if name in _LAZY:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
-    if name in ("theory", "tasks", "mlp"):
+    if name in _MODULES:
         return importlib.import_module(f"fastsd.{name}")
     raise AttributeError(f"module 'fastsd' has no attribute {name!r}")

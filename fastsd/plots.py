@@ -1,0 +1,142 @@
+"""The paper's figures from stored records, one function per figure.
+
+Each function draws test accuracy (the best over the training history, App.
+G.1) against the swept quantity, one line per gamma: the mean over seeds with
+a shaded 95% band (mean +- 1.96 standard errors; no band for one seed), the
+theory dashed in black and chance (0.5) dotted. Figures are drawn on an Agg
+canvas without pyplot, so no global matplotlib state changes, and written as
+``<out_prefix>.png`` and ``<out_prefix>.svg``.
+"""
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from .presets import gamma_group, gamma_label
+from .theory import rich_test_accuracy
+
+
+def _new_axes():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _draw_gammas(ax, records, axis):
+    """One mean line with a 95% band per gamma group, against ``axis``."""
+    import matplotlib
+
+    acc = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        acc[gamma_group(r["gamma"], r["d"])][r[axis]].append(r["best_test_accuracy"])
+    groups = sorted(acc)
+    cmap = matplotlib.colormaps["plasma"]
+    for i, g in enumerate(groups):
+        x = np.array(sorted(acc[g]))
+        runs = [np.asarray(acc[g][v]) for v in x]
+        mean = np.array([a.mean() for a in runs])
+        half = np.array([1.96 * a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else 0.0
+                         for a in runs])
+        color = cmap(0.9 * i / max(len(groups) - 1, 1))
+        ax.plot(x, mean, "o-", color=color, ms=3, lw=1.5, label=gamma_label(g))
+        ax.fill_between(x, mean - half, mean + half, color=color, alpha=0.25, lw=0)
+
+
+def _finish(fig, ax, xlabel, out_prefix):
+    from matplotlib.ticker import FuncFormatter
+
+    ax.axhline(0.5, color="0.5", ls=":", lw=1, label="chance")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test accuracy (best over training)")
+    ax.set_ylim(0.45, 1.02)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    folder = os.path.dirname(os.fspath(out_prefix))
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    paths = [f"{os.fspath(out_prefix)}.{ext}" for ext in ("png", "svg")]
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    return paths
+
+
+def _check_records(records, fixed):
+    if not records:
+        raise ValueError("`records` must hold at least one record; got none.")
+    values = {r[fixed] for r in records}
+    if len(values) != 1:
+        raise ValueError(f"`records` must share one {fixed}; got {fixed} in {sorted(values)}.")
+    return values.pop()
+
+
+def plot_accuracy_vs_L(records, out_prefix, title=None):
+    """Fig. 1c: test accuracy against the number of training symbols L.
+
+    Adds the rich-regime prediction of Eq. 3 (dashed black, at integer L).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Stored records (``d``, ``L``, ``gamma``, ``width``,
+        ``best_test_accuracy``), all with one d.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+        Defaults to "d = <d>, m = <width>".
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+
+    Raises
+    ------
+    ValueError
+        When ``records`` is empty or mixes several d.
+    """
+    d = _check_records(records, "d")
+    fig, ax = _new_axes()
+    _draw_gammas(ax, records, "L")
+    Ls = np.arange(2, max(r["L"] for r in records) + 1)
+    ax.plot(Ls, rich_test_accuracy(Ls), "k--", lw=1.2, label="Eq. 3 (rich theory)")
+    ax.set_title(title or f"d = {d}, m = {records[0]['width']}", fontsize=9)
+    return _finish(fig, ax, "training symbols L", out_prefix)
+
+
+def plot_accuracy_vs_d(records, out_prefix, title=None):
+    """Fig. 1f: test accuracy against the input dimension d at fixed L.
+
+    Adds the rich-regime prediction of Eq. 3 at that L as a dashed black
+    line (it does not depend on d).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Stored records (``d``, ``L``, ``gamma``, ``width``,
+        ``best_test_accuracy``), all with one L.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+        Defaults to "L = <L>, m = <width>".
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+
+    Raises
+    ------
+    ValueError
+        When ``records`` is empty or mixes several L.
+    """
+    L = _check_records(records, "L")
+    fig, ax = _new_axes()
+    _draw_gammas(ax, records, "d")
+    ax.axhline(float(rich_test_accuracy(L)), color="k", ls="--", lw=1.2,
+               label=f"Eq. 3 at L = {L} (rich theory)")
+    ax.set_title(title or f"L = {L}, m = {records[0]['width']}", fontsize=9)
+    return _finish(fig, ax, "input dimension d", out_prefix)

@@ -1,0 +1,105 @@
+"""The ``fastsd`` command: through ``python -m fastsd`` and through ``main``."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fastsd import __version__
+from fastsd.cli import main
+from fastsd.presets import PRESETS, Cell, Preset
+
+TINY = ["--d", "8", "--L", "3", "--gamma", "1", "--width", "16", "--steps", "20",
+        "--eval-every", "10", "--n-test", "64"]
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "fastsd", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_train_json_prints_one_record():
+    proc = _run("train", *TINY, "--seed", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert (rec["d"], rec["L"], rec["gamma"], rec["width"], rec["steps"], rec["seed"]) == (
+        8, 3, 1.0, 16, 20, 3)
+    assert 0.0 <= rec["best_test_accuracy"] <= 1.0
+    assert rec["version"] == __version__ and rec["history"]["step"] == [10, 20]
+    assert rec["key"] == Cell(d=8, L=3, gamma=1.0, seed=3, width=16, steps=20, eval_every=10,
+                              n_test=64).key
+
+
+@pytest.mark.parametrize("bad, name", [(["--L", "1"], "`L`"), (["--gamma", "-1"], "`gamma`"),
+                                       (["--path", "sideways"], "`path`")])
+def test_bad_values_exit_1_with_the_parameter_name(bad, name):
+    args = list(TINY)
+    if bad[0] in args:
+        args[args.index(bad[0]) + 1] = bad[1]
+    else:
+        args += bad
+    proc = _run("train", *args)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("fastsd: error: ") and name in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_unavailable_backend_exits_1():
+    assert main(["train", *TINY, "--backend", "cuda"]) == 1
+
+
+@pytest.mark.parametrize("args", [[], ["train"], ["train", "--d", "x"], ["reproduce", "fig9"]])
+def test_bad_usage_exits_2(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["reproduce", "--help"]])
+def test_help_exits_0(args):
+    proc = _run(*args)
+    assert proc.returncode == 0 and "usage: fastsd" in proc.stdout
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"fastsd {__version__}"
+
+
+def test_train_summary(capsys):
+    assert main(["train", *TINY]) == 0
+    out = capsys.readouterr().out
+    assert "best test accuracy" in out and "Eq. 3" in out
+
+
+@pytest.fixture
+def tiny_fig1c(monkeypatch):
+    cells = tuple(Cell(d=8, L=L, gamma=g, seed=s, width=16, steps=20, eval_every=10, n_test=64)
+                  for L in (2, 4) for g in (1e-5 / 8 ** 0.5, 1.0) for s in (0, 1))
+    monkeypatch.setitem(PRESETS, "fig1c-quick", Preset("fig1c-quick", "L", "tiny", cells))
+    return cells
+
+
+def test_reproduce_writes_records_figures_and_table(tmp_path, capsys, tiny_fig1c):
+    assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "gamma~0" in out and "gamma=1" in out and "Eq.3" in out
+    for ext in ("jsonl", "png", "svg"):
+        assert (tmp_path / f"fig1c-quick.{ext}").stat().st_size > 0
+    assert len((tmp_path / "fig1c-quick.jsonl").read_text().splitlines()) == len(tiny_fig1c)
+
+    # A rerun trains nothing and prints the same table as JSON; a record stored
+    # twice (two runs racing on one folder) counts once.
+    results = tmp_path / "fig1c-quick.jsonl"
+    results.write_text(results.read_text() + results.read_text().splitlines(True)[0])
+    mtime = results.stat().st_mtime_ns
+    assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--quiet",
+                 "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert results.stat().st_mtime_ns == mtime
+    assert table["figure"] == "fig1c-quick" and table["axis"] == "L"
+    assert [r["L"] for r in table["rows"]] == [2, 4]
+    assert all(r["n"] == {"gamma~0": 2, "gamma=1": 2} for r in table["rows"])
