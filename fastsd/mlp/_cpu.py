@@ -86,9 +86,13 @@ def _backward_row(h, a0, da, ef, grad_h, grad_a):
             grad_h[i] = 0
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(cache=True)
 def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
     """Forward, loss and backward to the preactivations, for M models.
+
+    Serial on purpose: it runs between two BLAS calls, and an OpenMP team
+    spinning beside OpenBLAS's threads on few cores costs far more than the
+    O(M B m) work it would share.
 
     Parameters
     ----------
@@ -105,7 +109,7 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
         Sum of BCE over the batch and number of correct predictions.
     """
     M, B, m = h0.shape
-    for k in nb.prange(M):
+    for k in range(M):
         s = scale[k]
         lsum = 0.0
         csum = 0

@@ -12,9 +12,28 @@ operations, so that ``train`` and ``train_ensemble`` need not know the path:
     (initial, final) lists of ``Params`` in float64.
 """
 import numpy as np
+from scipy.linalg import blas
 
 from . import _reference as ref
 from .model import Params
+
+
+def _gemm_into(out, a, b, alpha=1.0, beta=0.0):
+    """out = alpha a @ b + beta out, in place, by one BLAS gemm call.
+
+    ``out`` is a C-contiguous 2-D array; ``a`` and ``b`` are C- or
+    F-contiguous. Working on the transposes (out^T = alpha b^T a^T + beta
+    out^T, with out^T Fortran-ordered) lets BLAS write into ``out`` directly,
+    without temporaries or copies.
+    """
+    gemm = blas.sgemm if out.dtype == np.float32 else blas.dgemm
+    ta, tb = b.T, a.T
+    trans_a = not ta.flags.f_contiguous
+    trans_b = not tb.flags.f_contiguous
+    res = gemm(alpha, b if trans_a else ta, a if trans_b else tb, beta=beta, c=out.T,
+               trans_a=trans_a, trans_b=trans_b, overwrite_c=True)
+    if not np.shares_memory(res, out):      # BLAS had to copy: write back
+        out[...] = res.T
 
 
 def _stack(arrays, dtype):
@@ -88,7 +107,7 @@ class _DisplacementEngine:
 
 
 class DenseEngine(_DisplacementEngine):
-    """Numba fused kernels around BLAS GEMMs, models stacked on a leading axis."""
+    """BLAS GEMMs written in place (one call per model), one fused Numba kernel for all models."""
 
     path = "dense"
 
@@ -113,7 +132,6 @@ class DenseEngine(_DisplacementEngine):
         h0 = np.empty((M, B, m), self.dtype)
         h = np.empty_like(h0)
         grad_h = np.empty_like(h0)
-        grad_w = np.empty_like(self.dwT)
         grad_a = np.empty_like(self.a0)
         Y = np.empty((M, B))
         loss = np.empty((M, n))
@@ -129,12 +147,11 @@ class DenseEngine(_DisplacementEngine):
                     np.matmul(X[k], self.w0T[k], out=h0[k])
                 else:
                     np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=h0[k])
-            np.matmul(X, self.dwT, out=h)
+                _gemm_into(h[k], X[k], self.dwT[k])
             _cpu.dense_fused(h0, h, self.a0, self.da, Y, self.scales, grad_h, grad_a,
                              lsum, csum)
-            np.matmul(X.transpose(0, 2, 1), grad_h, out=grad_w)
-            grad_w *= lrs[:, None, None]
-            self.dwT -= grad_w
+            for k in range(M):
+                _gemm_into(self.dwT[k], X[k].T, grad_h[k], alpha=-self.lrs[k], beta=1.0)
             grad_a *= lrs[:, None]
             self.da -= grad_a
             loss[:, t] = lsum / B
