@@ -23,8 +23,9 @@ fastsd does.
 
 Run from the repository root::
 
-    python bench/bench_train.py            # full run, a few minutes
-    python bench/bench_train.py --quick    # smoke run, shorter measurements
+    python bench/bench_train.py              # full run, ~10 minutes on 2 cores
+    python bench/bench_train.py --threads 1  # every library on one pinned CPU
+    python bench/bench_train.py --quick      # smoke run, shorter measurements
 
 It prints a table and appends JSON lines to ``bench/out/bench_train.jsonl``.
 This is a benchmark, not a test: it asserts nothing about speed.
@@ -93,10 +94,14 @@ def setting_name(d, m, L):
 
 
 # ---------------------------------------------------------------- fastsd ---
-def fastsd_runner(d, m, L, *, backend, path=None, ensemble=1):
-    """Return run(N) -> (seconds, model-steps) for one fastsd configuration."""
+def fastsd_runner(d, m, L, *, backend, path=None, ensemble=1, sigma2=0.0):
+    """Return run(N) -> (seconds, model-steps) for one fastsd configuration.
+
+    ``sigma2 > 0`` makes the task noisy, so the dense path cannot look up the
+    centering preactivations from the symbols and does the peers' three GEMMs.
+    """
     import fastsd
-    task = fastsd.SameDifferent(d=d, L=L, seed=0)
+    task = fastsd.SameDifferent(d=d, L=L, sigma2=sigma2, seed=0)
     kw = dict(width=m, batch_size=BATCH, alpha0=ALPHA0, n_test=N_TEST, backend=backend)
     if path is not None:
         kw["path"] = path
@@ -250,6 +255,21 @@ def jax_runner(d, m, L, *, scan_chunk=None):
 
 
 # ------------------------------------------------------------ machinery ---
+def _source_hash(pkg_dir):
+    """SHA-1 over fastsd's .py files, to tie a result to the code (the tree may be dirty)."""
+    import hashlib
+    h = hashlib.sha1()
+    for dirpath, dirnames, filenames in os.walk(pkg_dir):
+        dirnames[:] = sorted(x for x in dirnames if x != "__pycache__")
+        for fn in sorted(filenames):
+            if fn.endswith(".py"):
+                path = os.path.join(dirpath, fn)
+                h.update(os.path.relpath(path, pkg_dir).encode())
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+    return h.hexdigest()[:12]
+
+
 def machine_info():
     info = {
         "cpu_count": os.cpu_count(),
@@ -296,6 +316,7 @@ def machine_info():
                                capture_output=True, text=True, timeout=10).stdout.strip()
         info["git_commit"] = head or None
         info["fastsd_dirty"] = bool(dirty)
+        info["fastsd_source_sha1"] = _source_hash(os.path.join(root, "fastsd"))
     except Exception:  # noqa: BLE001
         pass
     return info
@@ -307,6 +328,8 @@ def build_methods(args):
         (REF_NUMPY, "fastsd", lambda d, m, L: fastsd_runner(d, m, L, backend="numpy"), 1),
         ("fastsd-dense-f32", "fastsd",
          lambda d, m, L: fastsd_runner(d, m, L, backend="cpu", path="dense"), 1),
+        ("fastsd-dense-noisy-f32", "fastsd",
+         lambda d, m, L: fastsd_runner(d, m, L, backend="cpu", path="dense", sigma2=0.1), 1),
         ("fastsd-symbol-f32", "fastsd",
          lambda d, m, L: fastsd_runner(d, m, L, backend="cpu", path="symbol"), 1),
         (f"fastsd-ens{ENSEMBLE}-auto", "fastsd",
@@ -454,7 +477,10 @@ def main(argv=None):
     machine["loadavg_start"] = os.getloadavg()
     machine["threads_option"] = THREADS
     print(f"machine: {machine['cpu_count']} CPUs ({machine['cpu_model']}), "
-          f"load {machine['loadavg_start'][0]:.2f}; versions {machine['versions']}")
+          f"load {machine['loadavg_start'][0]:.2f}; versions {machine['versions']}; fastsd "
+          f"commit {str(machine.get('git_commit'))[:10]}"
+          f"{' + local changes' if machine.get('fastsd_dirty') else ''} "
+          f"(source sha1 {machine.get('fastsd_source_sha1')})")
 
     def settle_fn():
         return settle(args.pause, args.quiet_wait, args.quiet_threshold)

@@ -87,11 +87,14 @@ class _DisplacementEngine:
     def _dwT(self):
         raise NotImplementedError
 
+    def _displacement_preactivations(self, X):
+        return np.matmul(X, self._dwT())
+
     def outputs(self, X):
         from . import _cpu
         X = np.asarray(X, dtype=self.dtype)
         h0 = np.matmul(X, self.w0T)
-        dh = np.matmul(X, self._dwT())
+        dh = self._displacement_preactivations(X)
         out = np.empty(X.shape[:2])
         _cpu.centered_output(h0, dh, self.a0, self.da, self.scales, out)
         return out
@@ -179,6 +182,16 @@ class SymbolEngine(_DisplacementEngine):
     def _dwT(self):
         St = self.S.transpose(0, 2, 1)
         return np.concatenate([np.matmul(St, self.C1), np.matmul(St, self.C2)], axis=1)
+
+    def _displacement_preactivations(self, X):
+        # x . dw_i = (x1 S^T) C1 + (x2 S^T) C2: O(n L (d + m)) instead of O(n d m).
+        L, d = self.S.shape[1:]
+        m = self.C1.shape[2]
+        if L * (d + m) >= d * m:
+            return super()._displacement_preactivations(X)
+        St = self.S.transpose(0, 2, 1)
+        return (np.matmul(np.matmul(X[..., :d], St), self.C1)
+                + np.matmul(np.matmul(X[..., d:], St), self.C2))
 
     def run(self, pairs, noise_rngs):
         from . import _cpu
