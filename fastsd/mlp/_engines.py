@@ -21,6 +21,10 @@ from .model import Params
 def _gemm_into(out, a, b, alpha=1.0, beta=0.0):
     """out = alpha a @ b + beta out, in place, by one BLAS gemm call.
 
+    Every GEMM in a training loop goes through here (SciPy's BLAS): mixing in
+    NumPy's matmul, which has its own OpenBLAS and thread pool, makes the two
+    pools spin against each other.
+
     ``out`` is a C-contiguous 2-D array; ``a`` and ``b`` are C- or
     F-contiguous. Working on the transposes (out^T = alpha b^T a^T + beta
     out^T, with out^T Fortran-ordered) lets BLAS write into ``out`` directly,
@@ -147,7 +151,7 @@ class DenseEngine(_DisplacementEngine):
                 X[k] = task.training_inputs(u[t], v[t], rng)
                 Y[k] = y[t]
                 if self.P0[k] is None:
-                    np.matmul(X[k], self.w0T[k], out=h0[k])
+                    _gemm_into(h0[k], X[k], self.w0T[k])
                 else:
                     np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=h0[k])
                 _gemm_into(h[k], X[k], self.dwT[k])
