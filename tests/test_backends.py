@@ -33,6 +33,7 @@ from fastsd._rng import train_streams
 from fastsd.mlp import _cpu, _engines
 from fastsd.mlp import _reference as ref
 from fastsd.mlp.model import Params, init_params
+from extremes import EXTREME
 
 EPS64 = np.finfo(np.float64).eps
 EPS32 = float(np.finfo(np.float32).eps)
@@ -376,16 +377,6 @@ def numba_loss_and_grad(f, y):
     return _cpu._bce(f, y), _cpu._sigmoid(f) - y
 
 
-EXTREME = [
-    (1000.0, 0.0, 1000.0, 1.0),
-    (1000.0, 1.0, 0.0, 0.0),
-    (-1000.0, 0.0, 0.0, 0.0),
-    (-1000.0, 1.0, 1000.0, -1.0),
-    (math.inf, 0.0, math.inf, 1.0),
-    (math.inf, 1.0, 0.0, 0.0),
-    (-math.inf, 0.0, 0.0, 0.0),
-    (-math.inf, 1.0, math.inf, -1.0),
-]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -13,6 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fastsd.mlp import _reference as ref
+from extremes import EXTREME
 
 EPS64 = np.finfo(np.float64).eps
 
@@ -128,18 +129,6 @@ def test_sgd_step_is_plain_gradient_descent(d, width, n, log_gamma, lr, seed):
 
 # -- loss and sigmoid at extreme logits -----------------------------------------------
 
-# (f, y, exact loss, exact sigmoid(f) - y); exact loss = max(t, 0) + log1p(exp(-|t|)),
-# t = (1 - 2y) f, and log1p(exp(-1000)) ~ 5e-435 rounds to 0 in every float format.
-EXTREME = [
-    (1000.0, 0.0, 1000.0, 1.0),
-    (1000.0, 1.0, 0.0, 0.0),
-    (-1000.0, 0.0, 0.0, 0.0),
-    (-1000.0, 1.0, 1000.0, -1.0),
-    (math.inf, 0.0, math.inf, 1.0),
-    (math.inf, 1.0, 0.0, 0.0),
-    (-math.inf, 0.0, 0.0, 0.0),
-    (-math.inf, 1.0, math.inf, -1.0),
-]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
