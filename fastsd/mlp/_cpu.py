@@ -31,7 +31,11 @@ import math
 import numba as nb
 import numpy as np
 
-_FASTMATH = {"reassoc", "contract"}
+# No "reassoc": a vectorised reduction may then add in an order that depends on
+# the arrays' memory alignment, so results would change from run to run.
+# Reductions go through ``_lane_sum`` instead, which fixes the order.
+_FASTMATH = {"contract"}
+_LANES = 16
 
 
 @nb.njit(inline="always")
@@ -57,22 +61,44 @@ def _bce(f, y):
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _output_row(h0, dh, a0, da, scale):
-    f = 0.0
+def _lane_sum(x, acc):
+    """Sum of x in a fixed order: ``_LANES`` interleaved partial sums, then in turn.
+
+    Vectorises without reassociation, and gives the same bits for any memory
+    alignment, thread count or ensemble. ``acc``, scratch of length
+    ``_LANES``, sets the precision of the partial sums.
+    """
+    acc[:] = 0
+    full = x.shape[0] - x.shape[0] % _LANES
+    for c in range(0, full, _LANES):
+        for j in range(_LANES):
+            acc[j] += x[c + j]
+    for i in range(full, x.shape[0]):
+        acc[i - full] += x[i]
+    t = acc.dtype.type(0)
+    for j in range(_LANES):
+        t += acc[j]
+    return t
+
+
+@nb.njit(fastmath=_FASTMATH, cache=True)
+def _output_row(h0, dh, a0, da, scale, terms, acc):
+    """Centered output of one input; ``terms`` (m,) and ``acc`` are scratch."""
     for i in range(h0.shape[0]):
         h = h0[i] + dh[i]
-        f += a0[i] * _drelu(h0[i], dh[i], h) + da[i] * max(h, 0)
-    return f * scale
+        terms[i] = a0[i] * _drelu(h0[i], dh[i], h) + da[i] * max(h, h * 0)
+    return _lane_sum(terms, acc) * scale
 
 
 @nb.njit(parallel=True, cache=True)
 def centered_output(h0, dh, a0, da, scale, out):
     """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n)."""
-    M, n, _ = h0.shape
+    M, n, m = h0.shape
     for j in nb.prange(M * n):
         k = j // n
         b = j % n
-        out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k])
+        out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k],
+                                np.empty(m, h0.dtype), np.empty(_LANES))
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
@@ -109,13 +135,14 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
         Sum of BCE over the batch and number of correct predictions.
     """
     M, B, m = h0.shape
+    acc = np.empty(_LANES)
     for k in range(M):
         s = scale[k]
         lsum = 0.0
         csum = 0
         grad_a[k, :] = 0
         for b in range(B):
-            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s)
+            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s, grad_h[k, b], acc)
             for i in range(m):
                 dh[k, b, i] += h0[k, b, i]
             lsum += _bce(f, y[k, b])
@@ -134,7 +161,8 @@ def _axpy_row(dst, src, alpha):
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda, h, g, act):
+def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda, h, g, act,
+                 acc):
     """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
 
     Pairs that repeat in the batch have identical gradients, so each distinct
@@ -161,7 +189,6 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda,
         j += c
         p, q = u[b], v[b]
         p1, p2, q1, q2 = P1[p], P2[q], Q1[p], Q2[q]
-        f = zero
         for i in range(m):
             h0 = p1[i] + p2[i]
             dh = q1[i] + q2[i]
@@ -169,8 +196,8 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda,
             h[i] = hi
             r = max(hi, zero)
             dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
-            f += a0[i] * dr + da[i] * r
-        f *= s
+            g[i] = a0[i] * dr + da[i] * r
+        f = _lane_sum(g, acc) * s
         lsum += c * _bce(f, y[b])
         csum += c * ((f > 0) == (y[b] > 0.5))
         ef = h.dtype.type(-lr * c * (_sigmoid(f) - y[b]) * s / B)
@@ -223,9 +250,10 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, co
         h = np.zeros(m, P1.dtype)
         g = np.zeros(m, P1.dtype)
         act = np.zeros((2, L), np.bool_)
+        acc = np.zeros(_LANES, P1.dtype)
         for t in range(n):
             ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
                                   a0[k], da[k], u[k, t], v[k, t], y[k, t],
-                                  scale[k], lr[k], D1, D2, gda, h, g, act)
+                                  scale[k], lr[k], D1, D2, gda, h, g, act, acc)
             loss[k, t] = ls
             correct[k, t] = cs
