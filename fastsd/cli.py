@@ -89,6 +89,8 @@ def _cmd_train(args):
                 eval_every=args.eval_every, n_test=args.n_test, alpha0=args.alpha0,
                 init=args.init, task_seed=args.task_seed)
     record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path)
+    if record["diverged"]:
+        warnings.warn("training diverged: the loss became NaN or inf (lower alpha0 or gamma)")
     if args.json:
         print(json.dumps(record, sort_keys=True))
         return
@@ -109,6 +111,7 @@ def _cmd_reproduce(args):
     from .store import ResultStore
 
     preset = get_preset(args.figure, quick=args.quick)
+    os.makedirs(args.out, exist_ok=True)    # fail on a bad --out before any training
     prefix = os.path.join(args.out, preset.name)
     store = ResultStore(prefix + ".jsonl")
     run_cells(preset.cells, store, progress=not args.quiet)
@@ -156,7 +159,13 @@ def main(argv=None):
     except (ValueError, TypeError, BackendUnavailableError, OSError) as exc:
         print(f"fastsd: error: {exc}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print("fastsd: error: out of memory; use smaller d, L, width, batch_size or n_test",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        print("fastsd: interrupted (finished cells are saved; rerun to resume)", file=sys.stderr)
+        note = (" (finished cells are saved; rerun to resume)"
+                if args.func is _cmd_reproduce else "")
+        print(f"fastsd: interrupted{note}", file=sys.stderr)
         return 130
     return 0

@@ -76,7 +76,7 @@ def rich_test_accuracy(L):
 
     Examples
     --------
-    >>> rich_test_accuracy(2)
+    >>> float(rich_test_accuracy(2))
     0.75
     >>> round(float(rich_test_accuracy(3)), 3)
     0.908

@@ -101,7 +101,7 @@ def test_gamma_not_positive_finite(gamma):
 def test_gamma_types():
     with pytest.raises(TypeError, match=r"`gamma` must be a real number"):
         train(TASK, "1", **TINY)
-    with pytest.raises(TypeError, match=r"`gamma` must be a single number"):
+    with pytest.raises(TypeError, match=r"`gamma` must be a single value"):
         train(TASK, [1.0, 2.0], **TINY)
 
 
@@ -245,3 +245,41 @@ def test_predict_accepts_lists(trained):
     f = trained.predict(x.tolist())
     assert f.shape == (4,) and f.dtype == np.float64
     np.testing.assert_array_equal(f, trained.predict(x))
+
+
+# -- found by a newcomer's pass ------------------------------------------------------
+
+def test_train_rejects_sequences_of_seeds_and_tasks():
+    with pytest.raises(TypeError, match=r"`seed` must be a single value in train"):
+        train(TASK, 1.0, **tiny(seed=[0, 1]))
+    with pytest.raises(TypeError, match=r"`task` must be a single value in train"):
+        train([TASK, TASK], 1.0, **TINY)
+
+
+def test_gamma_whose_learning_rate_underflows_is_rejected():
+    with pytest.raises(ValueError, match=r"`gamma` must give a finite output scale and a "
+                                         r"learning rate > 0"):
+        train(TASK, 1e-300, **TINY)
+
+
+def test_task_seed_must_not_be_a_generator():
+    with pytest.raises(TypeError, match=r"`seed` must be an integer >= 0, a SeedSequence or "
+                                        r"None for a task"):
+        SameDifferent(d=3, L=3, seed=np.random.default_rng(0))
+
+
+def test_seed_none_is_recorded_and_reproduces_the_run():
+    import json
+    r = train(SameDifferent(d=3, L=3, seed=np.int64(4)), 1.0, **tiny(seed=None))
+    again = train(SameDifferent(d=3, L=3, seed=4), 1.0, **tiny(seed=r.config["seed"]))
+    np.testing.assert_array_equal(r.final_params.w, again.final_params.w)
+    json.dumps(r.to_record())          # numpy integers must not leak into records
+
+
+def test_divergence_is_flagged_and_records_stay_strict_json():
+    import json
+    r = train(TASK, 1.0, **tiny(alpha0=1e300, steps=4, eval_every=2))
+    assert r.diverged
+    rec = r.to_record()
+    assert rec["diverged"] is True
+    json.dumps(rec, allow_nan=False)

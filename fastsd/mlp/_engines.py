@@ -97,8 +97,9 @@ class _DisplacementEngine:
     def outputs(self, X):
         from . import _cpu
         X = np.asarray(X, dtype=self.dtype)
-        h0 = np.matmul(X, self.w0T)
-        dh = self._displacement_preactivations(X)
+        with np.errstate(invalid="ignore", over="ignore"):   # divergence is reported
+            h0 = np.matmul(X, self.w0T)                      # through TrainResult.diverged
+            dh = self._displacement_preactivations(X)
         out = np.empty(X.shape[:2])
         _cpu.centered_output(h0, dh, self.a0, self.da, self.scales, out)
         return out

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import __version__
 from .._dispatch import resolve_backend
-from .._rng import train_streams
+from .._rng import seed_sequence, train_streams
 from .._validation import check_array, check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task
 from . import _engines, _reference
@@ -17,7 +17,7 @@ PATHS = ("auto", "dense", "symbol")
 DTYPES = ("float32", "float64")
 
 
-@dataclass
+@dataclass(eq=False)
 class TrainResult:
     """Outcome of one training run.
 
@@ -38,6 +38,9 @@ class TrainResult:
         dtype, the task's description and the package version.
     wall_time : float
         Seconds spent training this model (shared evenly in an ensemble).
+    diverged : bool
+        True when the training loss became NaN or inf; the accuracies are then
+        those of a broken model.
     """
 
     best_test_accuracy: float
@@ -47,6 +50,7 @@ class TrainResult:
     final_params: Params
     config: dict = field(default_factory=dict)
     wall_time: float = 0.0
+    diverged: bool = False
 
     def predict(self, x):
         """Centered outputs f~(x) of the trained model (App. F), in float64.
@@ -77,16 +81,24 @@ class TrainResult:
         rec = dict(self.config)
         rec.update(best_test_accuracy=self.best_test_accuracy,
                    final_test_accuracy=self.final_test_accuracy,
-                   wall_time=self.wall_time,
-                   history={k: v.tolist() for k, v in self.history.items()})
+                   wall_time=self.wall_time, diverged=self.diverged,
+                   history={k: [_json_number(x) for x in v.tolist()]
+                            for k, v in self.history.items()})
         return rec
+
+
+def _json_number(x):
+    """x, or None where x is NaN or inf (which strict JSON cannot hold)."""
+    return x if isinstance(x, int) or math.isfinite(x) else None
 
 
 def _task_config(task):
     cfg = {"task": type(task).__name__}
-    for name in ("d", "L", "sigma2", "seed_entropy"):
+    for name in ("d", "L", "sigma2"):
         if hasattr(task, name):
             cfg[name] = getattr(task, name)
+    if hasattr(task, "seed_entropy"):
+        cfg["task_seed_entropy"] = int(task.seed_entropy)
     return cfg
 
 
@@ -104,6 +116,17 @@ def _choose_path(task, width, batch_size, path):
     cost_symbol = 2 * L * min(L, B) * m + 4 * B * m
     cost_dense = 3 * B * p * m
     return "symbol" if cost_symbol < cost_dense else "dense"
+
+
+def _recorded_seed(ss):
+    """The integer that rebuilds a model's streams: the entropy of its SeedSequence.
+
+    For ``seed=None`` this is the fresh entropy drawn, so that the run can be
+    repeated. A Generator passed as seed cannot be recorded (None).
+    """
+    if isinstance(ss, np.random.Generator) or ss.spawn_key:
+        return None
+    return int(ss.entropy)
 
 
 def _broadcast(name, value):
@@ -132,8 +155,10 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     task : Task or sequence of Task
     gamma : float or sequence of float
         Richness, > 0 (Eq. 1). The paper's "gamma ~ 0" is 1e-5/sqrt(d).
-    seed : int or sequence of int
+    seed : int, None or sequence of them
         Per-model seeds (init, batches, noise and test sets derive from it).
+        None draws fresh entropy, recorded as ``config["seed"]`` so that the
+        run can be repeated.
     width : int
         Hidden units m, >= 1.
     steps : int
@@ -207,11 +232,17 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     alpha0s = [t.default_alpha0 if alpha0 is None else check_float("alpha0", alpha0, positive=True)
                for t in tasks]
 
+    seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
     start = time.perf_counter()
-    streams = [train_streams(s) for s in seeds]
+    streams = [train_streams(s) for s in seed_seqs]
     params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
     scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
     lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
+    for g, sc, lr in zip(gammas, scales, lrs):
+        if not (math.isfinite(sc) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
+                             f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
+                             f"{lr!r}).")
     paths = ["dense" if backend == "numpy" else _choose_path(t, width, batch_size, path)
              for t in tasks]
 
@@ -270,14 +301,15 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
                       batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
                       output_scale=scales[k],
-                      seed=seeds[k] if isinstance(seeds[k], (int, type(None))) else None,
+                      seed=_recorded_seed(seed_seqs[k]),
                       init=init, backend=backend, path=paths[k], dtype=dtype,
                       eval_every=eval_every, n_test=n_test, version=__version__)
         results.append(TrainResult(
             best_test_accuracy=float(h["test_accuracy"].max()),
             final_test_accuracy=float(h["test_accuracy"][-1]),
             history=h, initial_params=inits[k], final_params=finals[k],
-            config=config, wall_time=wall))
+            config=config, wall_time=wall,
+            diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
     return results
 
 
@@ -320,7 +352,8 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
     >>> 0.5 <= r.best_test_accuracy <= 1.0
     True
     """
-    if isinstance(gamma, (list, tuple, np.ndarray)):
-        raise TypeError(f"`gamma` must be a single number in train (use train_ensemble for "
-                        f"many); got {gamma!r}.")
+    for name, value in (("gamma", gamma), ("seed", seed), ("task", task)):
+        if isinstance(value, (list, tuple, np.ndarray)):
+            raise TypeError(f"`{name}` must be a single value in train (use train_ensemble "
+                            f"for many); got {value!r}.")
     return train_ensemble(task, gamma, seed, width=width, steps=steps, **kwargs)[0]

@@ -56,6 +56,9 @@ class SameDifferent(Task):
         self.L = check_int("L", L, minimum=2)
         self.sigma2 = check_float("sigma2", sigma2, nonnegative=True)
         check_seed("seed", seed)
+        if isinstance(seed, np.random.Generator):
+            raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
+                            "so that its symbols can be rebuilt; got a Generator.")
         ss = seed_sequence(seed)
         self.seed_entropy = ss.entropy
         self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
