@@ -10,7 +10,7 @@ with h0 = w0 . x and dh = dw . x. The difference of ReLUs is formed exactly
 of h0) keeps full relative precision in float32 instead of cancelling
 f(theta) - f(theta0).
 
-Dense path: GEMMs by BLAS (NumPy), then ``dense_fused`` for ReLU, mask,
+Dense path: GEMMs by BLAS (SciPy's, written in place), then ``dense_fused`` for ReLU, mask,
 readout reduction, centering, loss and gradient in one pass.
 
 Symbol-basis path (App. G.2 inputs are built from L symbols): every update of
