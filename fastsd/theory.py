@@ -86,6 +86,44 @@ def rich_test_accuracy(L):
     return 0.5 + 0.5 * different_accuracy(L, rho)
 
 
+def handcrafted_network(d, rho):
+    """The hand-crafted 4-unit solution of Eq. 2 (Sec. 3.1, App. B), as ``Params``.
+
+    w1+ = (1; 1), w2+ = (-1; -1) with readout 1, and w1- = (1; -1),
+    w2- = (-1; 1) with readout -rho, so that
+    f(x) = relu(w1+ . x) + relu(w2+ . x) - rho (relu(w1- . x) + relu(w2- . x)).
+    A same pair (z; z) gives 2 |1 . z| > 0; a different pair of independent
+    Gaussian symbols is classified correctly with probability (2/pi) atan(rho)
+    (``handcrafted_different_accuracy``). Evaluate it with
+    ``fastsd.mlp.output`` or ``fastsd.mlp.accuracy`` (scale 1, no centering).
+
+    Parameters
+    ----------
+    d : int
+        Symbol dimension, >= 1; inputs have length 2d.
+    rho : float
+        Ratio of the negative to the positive readout, > 0.
+
+    Returns
+    -------
+    fastsd.mlp.Params
+        w of shape (4, 2d) and a of shape (4,), float64.
+
+    Raises
+    ------
+    ValueError, TypeError
+        When d < 1 or rho is not a finite number > 0.
+    """
+    from ._validation import check_float, check_int
+    from .mlp.model import Params
+    d = check_int("d", d, minimum=1)
+    rho = check_float("rho", rho, positive=True)
+    one = np.ones(d)
+    w = np.stack([np.concatenate(s) for s in ((one, one), (-one, -one), (one, -one),
+                                              (-one, one))])
+    return Params(w=w, a=np.array([1.0, 1.0, -rho, -rho]))
+
+
 def handcrafted_different_accuracy(rho):
     """Accuracy of the hand-crafted network (Eq. 2) on different pairs: (2/pi) atan(rho) (App. B).
 

@@ -8,9 +8,10 @@ import numpy as np
 from .. import __version__
 from .._dispatch import resolve_backend
 from .._rng import seed_sequence, train_streams
-from .._validation import check_array, check_choice, check_float, check_int, check_seed
+from .._validation import check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task
-from . import _engines, _reference
+from . import _engines
+from .evaluate import output
 from .model import INITS, Params, init_params
 
 PATHS = ("auto", "dense", "symbol")
@@ -70,11 +71,8 @@ class TrainResult:
         ValueError
             When ``x`` has the wrong shape or contains NaN or inf.
         """
-        p = self.initial_params.w.shape[1]
-        x = check_array("x", x, shape=(None, p))
-        ini, fin = self.initial_params, self.final_params
-        return _reference.centered_output(ini.w, ini.a, fin.w, fin.a, x,
-                                          self.config["output_scale"])
+        return output(self.final_params, x, scale=self.config["output_scale"],
+                      initial=self.initial_params)
 
     def to_record(self):
         """Return a JSON-ready dict: the config, the accuracies and the history."""
