@@ -124,6 +124,76 @@ def handcrafted_network(d, rho):
     return Params(w=w, a=np.array([1.0, 1.0, -rho, -rho]))
 
 
+def max_margin_ideal(d):
+    """Limit of the max-margin matrix as P, L -> infinity (App. C.1): 1/(2d) on the off-diagonal blocks.
+
+    Parameters
+    ----------
+    d : int
+        Symbol dimension, >= 1.
+
+    Returns
+    -------
+    ndarray, shape (2d, 2d), float64
+        [[0, I/(2d)], [I/(2d), 0]]: eigenvalue +1/(2d) on (v; v) and -1/(2d)
+        on (v; -v).
+    """
+    from ._validation import check_int
+    d = check_int("d", d, minimum=1)
+    eye = np.eye(d) / (2 * d)
+    zero = np.zeros((d, d))
+    return np.block([[zero, eye], [eye, zero]])
+
+
+def max_margin(task, n_pairs, seed=None):
+    """Max-average-margin directions for quadratic activations (Theorem 1, App. C.1).
+
+    Builds X = (1/P) [X+^T X+ - X-^T X-] from P balanced training pairs (rows of
+    X+ same pairs, of X- different pairs). With fixed readouts +-1 and unit
+    weights, the margin is maximised by the top eigenvector of X for a > 0 and
+    by the bottom one for a < 0. Splitting an eigenvector as (v1; v2), Theorem 1
+    says the alignment v1 . v2 / (|v1| |v2|) tends to +1 (top) and -1 (bottom),
+    with |v1| = |v2|, as P and L grow.
+
+    Parameters
+    ----------
+    task : SameDifferent
+        Supplies ``sample_train``; its L sets how many symbols the pairs use.
+    n_pairs : int
+        P, >= 2.
+    seed : int, SeedSequence, Generator or None
+
+    Returns
+    -------
+    dict
+        "matrix" (2d, 2d); "top" and "bottom": dicts with "eigenvalue",
+        "v1", "v2" (each (d,)), "alignment" and "norm_ratio" |v1|/|v2|;
+        "relative_distance": ||X - ideal||_F / ||ideal||_F against
+        ``max_margin_ideal``; "n_pairs".
+
+    Raises
+    ------
+    ValueError, TypeError
+        When n_pairs < 2 or the seed is invalid.
+    """
+    from ._validation import check_int
+    n_pairs = check_int("n_pairs", n_pairs, minimum=2)
+    x, y = task.sample_train(n_pairs, seed)
+    sign = np.where(y > 0.5, 1.0, -1.0)
+    X = (x * sign[:, None]).T @ x / n_pairs
+    vals, vecs = np.linalg.eigh(X)
+    d = x.shape[1] // 2
+    out = {"matrix": X, "n_pairs": n_pairs}
+    for name, k in (("top", -1), ("bottom", 0)):
+        v1, v2 = vecs[:d, k], vecs[d:, k]
+        n1, n2 = np.linalg.norm(v1), np.linalg.norm(v2)
+        out[name] = {"eigenvalue": float(vals[k]), "v1": v1, "v2": v2,
+                     "alignment": float(v1 @ v2 / (n1 * n2)), "norm_ratio": float(n1 / n2)}
+    ideal = max_margin_ideal(d)
+    out["relative_distance"] = float(np.linalg.norm(X - ideal) / np.linalg.norm(ideal))
+    return out
+
+
 def handcrafted_different_accuracy(rho):
     """Accuracy of the hand-crafted network (Eq. 2) on different pairs: (2/pi) atan(rho) (App. B).
 
