@@ -92,7 +92,7 @@ def _json_number(x):
 
 def _task_config(task):
     cfg = {"task": type(task).__name__}
-    for name in ("d", "L", "sigma2"):
+    for name in ("d", "L", "sigma2", "root_d"):
         if hasattr(task, name):
             cfg[name] = getattr(task, name)
     if hasattr(task, "seed_entropy"):

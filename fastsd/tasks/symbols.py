@@ -23,6 +23,10 @@ class SameDifferent(Task):
         Number of training symbols, >= 2 (a different pair needs two).
     sigma2 : float, default 0.0
         Noise variance (times 1/d per coordinate), >= 0.
+    root_d : bool, default True
+        Keep the 1/sqrt(d) output factor and the d in alpha = gamma^2 d alpha0
+        (Sec. 2). False drops both (output 1/gamma, alpha = gamma^2 alpha0),
+        the scaling that App. F argues makes models lazier as d grows (Fig. F1).
     seed : int, SeedSequence or None
         Seed of the symbols. None draws fresh entropy, kept in ``seed_entropy``
         so that the task can be rebuilt. The symbols come from their own
@@ -51,7 +55,7 @@ class SameDifferent(Task):
 
     default_alpha0 = 0.1
 
-    def __init__(self, d, L, sigma2=0.0, seed=None):
+    def __init__(self, d, L, sigma2=0.0, seed=None, root_d=True):
         self.d = check_int("d", d, minimum=1)
         self.L = check_int("L", L, minimum=2)
         self.sigma2 = check_float("sigma2", sigma2, nonnegative=True)
@@ -63,12 +67,16 @@ class SameDifferent(Task):
         self.seed_entropy = ss.entropy
         self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
                         / np.sqrt(self.d))
+        if not isinstance(root_d, (bool, np.bool_)):
+            raise TypeError(f"`root_d` must be True or False; got {root_d!r}.")
+        self.root_d = bool(root_d)
         self.input_dim = 2 * self.d
-        self.scale_dim = self.d
+        self.scale_dim = self.d if self.root_d else 1
         self.has_symbol_basis = self.sigma2 == 0.0
 
     def __repr__(self):
-        return f"SameDifferent(d={self.d}, L={self.L}, sigma2={self.sigma2})"
+        extra = "" if self.root_d else ", root_d=False"
+        return f"SameDifferent(d={self.d}, L={self.L}, sigma2={self.sigma2}{extra})"
 
     # -- pair indices -----------------------------------------------------
     def draw_pairs(self, rng, shape):
