@@ -11,8 +11,8 @@ import warnings
 
 from . import __version__
 from .exceptions import BackendUnavailableError
+from .presets import FIGURES
 
-FIGURES = ("fig1c", "fig1f")
 
 
 def _add_train_parser(sub):
@@ -56,7 +56,8 @@ def _add_reproduce_parser(sub):
                     "(cells already there are skipped), then draw DIR/<figure>.png and .svg "
                     "and print the mean best test accuracy per row and gamma.")
     p.add_argument("figure", choices=FIGURES,
-                   help="fig1c: accuracy vs L (d=256); fig1f: accuracy vs d (L=16)")
+                   help="fig1c: accuracy vs L (d=256); fig1f: accuracy vs d (L=16); "
+                        "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256)")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
     p.add_argument("--out", default="results", metavar="DIR",

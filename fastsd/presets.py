@@ -148,12 +148,12 @@ def gamma_group(gamma, d):
 
 def gamma_label(group):
     """Legend label of a gamma group, e.g. "γ≈0 (1e-5/√d)" or "γ = 0.1"."""
-    return "γ≈0 (1e-5/√d)" if group == 0.0 else f"γ = {group:g}"
+    return "γ≈0 (1e-5/√d)" if group == 0.0 else f"γ = {group:.3g}"
 
 
 def gamma_name(group):
     """ASCII column name of a gamma group, e.g. "gamma~0" or "gamma=0.1"."""
-    return "gamma~0" if group == 0.0 else f"gamma={group:g}"
+    return "gamma~0" if group == 0.0 else f"gamma={group:.3g}"
 
 
 def _grid(ds, Ls, richness, seeds, **common):
@@ -190,13 +190,27 @@ PRESETS = {
 }
 
 
+# Fig. C3: the ultra-rich regime, gamma > 1 with alpha = gamma sqrt(d) alpha0 (App. G.1);
+# the published grid is d = 256, L = 2..12, log10 gamma in {0, .4, ..., 2}.
+_ULTRA_GAMMAS = tuple(10.0 ** e for e in (0.0, 0.4, 0.8, 1.2, 1.6, 2.0))
+PRESETS.update({
+    "figC3": Preset(
+        "figC3", "L", "Fig. C3: rich and ultra-rich test accuracy vs L (d=256, m=1024)",
+        _grid([256], range(2, 13), _ULTRA_GAMMAS, range(3), **_PAPER)),
+    "figC3-quick": Preset(
+        "figC3-quick", "L", "Fig. C3 (quick): ultra-rich test accuracy vs L (d=256, m=1024)",
+        _grid([256], [2, 3, 4, 6, 8], _ULTRA_GAMMAS[::2] + (100.0,), range(2), **_QUICK)),
+})
+FIGURES = ("fig1c", "fig1f", "figC3")
+
+
 def get_preset(figure, quick=False):
-    """Return the preset of ``figure`` ("fig1c" or "fig1f"), optionally its quick variant.
+    """Return the preset of ``figure`` ("fig1c", "fig1f" or "figC3"), optionally its quick variant.
 
     Raises
     ------
     ValueError
         For an unknown figure.
     """
-    check_choice("figure", figure, ("fig1c", "fig1f"))
+    check_choice("figure", figure, FIGURES)
     return PRESETS[f"{figure}-quick" if quick else figure]

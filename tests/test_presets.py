@@ -1,6 +1,7 @@
 """The paper's grids, cell keys and seeds, the summary table and the plots."""
 import math
 
+import numpy as np
 import pytest
 
 from fastsd.plots import plot_accuracy_vs_d, plot_accuracy_vs_L
@@ -36,12 +37,13 @@ def test_fig1f_uses_the_lazy_gamma_of_each_d():
     assert {gamma_group(c.gamma, c.d) for c in p.cells} == {0.0, 0.05, 0.1, 0.25, 0.5, 1.0}
 
 
-@pytest.mark.parametrize("figure", ["fig1c", "fig1f"])
+@pytest.mark.parametrize("figure", ["fig1c", "fig1f", "figC3"])
 def test_quick_presets_are_smaller_and_distinct(figure):
     full, quick = get_preset(figure), get_preset(figure, quick=True)
     assert quick.name == figure + "-quick" and quick.axis == full.axis
     assert len(quick.cells) < len(full.cells)
-    assert {gamma_group(c.gamma, c.d) for c in quick.cells} >= {0.0, 1.0}
+    must = {1.0, 100.0} if figure == "figC3" else {0.0, 1.0}
+    assert {gamma_group(c.gamma, c.d) for c in quick.cells} >= must
     assert len({c.key for c in quick.cells}) == len(quick.cells)
 
 
@@ -128,3 +130,11 @@ def test_plots_reject_mixed_grids(tmp_path):
 
 def test_every_preset_is_registered_under_its_name():
     assert all(name == p.name for name, p in PRESETS.items())
+
+
+def test_figC3_is_the_published_ultra_rich_grid():
+    p = get_preset("figC3")
+    assert {c.d for c in p.cells} == {256} and {c.L for c in p.cells} == set(range(2, 13))
+    gammas = sorted({c.gamma for c in p.cells})
+    np.testing.assert_allclose(np.log10(gammas), [0.0, 0.4, 0.8, 1.2, 1.6, 2.0])
+    assert gamma_name(10 ** 0.4) == "gamma=2.51"
