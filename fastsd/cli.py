@@ -57,7 +57,8 @@ def _add_reproduce_parser(sub):
                     "and print the mean best test accuracy per row and gamma.")
     p.add_argument("figure", choices=FIGURES,
                    help="fig1c: accuracy vs L (d=256); fig1f: accuracy vs d (L=16); "
-                        "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256)")
+                        "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256); "
+                        "figC1: max-margin matrix and alignments (d=32)")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
     p.add_argument("--out", default="results", metavar="DIR",
@@ -105,7 +106,44 @@ def _cmd_train(args):
           f"{record['wall_time']:.1f} s")
 
 
+def _reproduce_max_margin(args):
+    from .plots import plot_max_margin
+    from .presets import MAX_MARGIN
+    from .tasks import SameDifferent
+    from .theory import max_margin, max_margin_ideal
+
+    name = "figC1-quick" if args.quick else "figC1"
+    cfg = MAX_MARGIN[name]
+    rows = []
+    for L in cfg["Ls"]:
+        task = SameDifferent(cfg["d"], L, seed=L)
+        for P in cfg["Ps"]:
+            r = max_margin(task, P, seed=P)
+            rows.append({"d": cfg["d"], "L": L, "P": P,
+                         "top_alignment": r["top"]["alignment"],
+                         "bottom_alignment": r["bottom"]["alignment"],
+                         "relative_distance": r["relative_distance"]})
+    prefix = os.path.join(args.out, name)
+    title = f"Fig. C1: max-margin matrix, d = {cfg['d']}, L = {L}, P = {P}"
+    figures = plot_max_margin(r["matrix"], max_margin_ideal(cfg["d"]), prefix, title=title)
+    with open(prefix + ".json", "w", encoding="utf-8") as fh:
+        json.dump(rows, fh, indent=1)
+    if args.json:
+        print(json.dumps({"figure": name, "rows": rows, "figures": figures}, sort_keys=True))
+        return
+    print("Fig. C1: alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the "
+          "max-margin matrix, and its relative Frobenius distance to the limit")
+    print(f"{'d':>4} {'L':>6} {'P':>7} {'top':>8} {'bottom':>8} {'distance':>9}")
+    for w in rows:
+        print(f"{w['d']:>4} {w['L']:>6} {w['P']:>7} {w['top_alignment']:>+8.4f} "
+              f"{w['bottom_alignment']:>+8.4f} {w['relative_distance']:>9.4f}")
+    print(f"results: {prefix}.json\nfigures: {', '.join(figures)}")
+
+
 def _cmd_reproduce(args):
+    if args.figure == "figC1":
+        os.makedirs(args.out, exist_ok=True)
+        return _reproduce_max_margin(args)
     from .plots import plot_accuracy_vs_d, plot_accuracy_vs_L
     from .presets import get_preset
     from .scan import format_table, run_cells, summarize

@@ -55,6 +55,10 @@ def _finish(fig, ax, xlabel, out_prefix):
     ax.set_ylabel("test accuracy (best over training)")
     ax.set_ylim(0.45, 1.02)
     ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, out_prefix)
+
+
+def _save(fig, out_prefix):
     folder = os.path.dirname(os.fspath(out_prefix))
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -62,6 +66,40 @@ def _finish(fig, ax, xlabel, out_prefix):
     for p in paths:
         fig.savefig(p, dpi=150)
     return paths
+
+
+def plot_max_margin(matrix, ideal, out_prefix, title=None):
+    """Fig. C1: the empirical max-margin matrix beside its limit (Theorem 1, App. C.1).
+
+    Parameters
+    ----------
+    matrix, ideal : ndarray, shape (2d, 2d)
+        ``theory.max_margin(...)["matrix"]`` and ``theory.max_margin_ideal(d)``.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.2, 3.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    vmax = float(np.abs(ideal).max())
+    for ax, mat, name in zip(axes, (matrix, ideal), ("empirical", "ideal (P, L → ∞)")):
+        im = ax.imshow(mat, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(im, ax=axes, shrink=0.8)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)
 
 
 def _check_records(records, fixed):

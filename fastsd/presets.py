@@ -201,16 +201,23 @@ PRESETS.update({
         "figC3-quick", "L", "Fig. C3 (quick): ultra-rich test accuracy vs L (d=256, m=1024)",
         _grid([256], [2, 3, 4, 6, 8], _ULTRA_GAMMAS[::2] + (100.0,), range(2), **_QUICK)),
 })
-FIGURES = ("fig1c", "fig1f", "figC3")
+GRID_FIGURES = ("fig1c", "fig1f", "figC3")
+
+#: Fig. C1 is no training grid: max-margin matrices over (L, P) at one d.
+MAX_MARGIN = {
+    "figC1": dict(d=32, Ls=(256, 4096, 65536), Ps=(1024, 16384, 262144)),
+    "figC1-quick": dict(d=32, Ls=(256,), Ps=(256, 1024, 4096, 16384)),
+}
+FIGURES = GRID_FIGURES + ("figC1",)
 
 
 def get_preset(figure, quick=False):
-    """Return the preset of ``figure`` ("fig1c", "fig1f" or "figC3"), optionally its quick variant.
+    """Return the grid of ``figure`` ("fig1c", "fig1f" or "figC3"), optionally its quick variant.
 
     Raises
     ------
     ValueError
         For an unknown figure.
     """
-    check_choice("figure", figure, FIGURES)
+    check_choice("figure", figure, GRID_FIGURES)
     return PRESETS[f"{figure}-quick" if quick else figure]

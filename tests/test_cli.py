@@ -103,3 +103,15 @@ def test_reproduce_writes_records_figures_and_table(tmp_path, capsys, tiny_fig1c
     assert table["figure"] == "fig1c-quick" and table["axis"] == "L"
     assert [r["L"] for r in table["rows"]] == [2, 4]
     assert all(r["n"] == {"gamma~0": 2, "gamma=1": 2} for r in table["rows"])
+
+
+def test_reproduce_figC1_quick_reports_alignments_and_draws(tmp_path, capsys):
+    assert main(["reproduce", "figC1", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert [r["P"] for r in rows] == sorted(r["P"] for r in rows)
+    dist = [r["relative_distance"] for r in rows]
+    assert all(a > b for a, b in zip(dist, dist[1:]))        # shrinks as P grows
+    assert rows[-1]["top_alignment"] > 0.95 and rows[-1]["bottom_alignment"] < -0.95
+    for path in out["figures"] + [str(tmp_path / "figC1-quick.json")]:
+        assert (tmp_path / path.split("/")[-1]).exists()
