@@ -58,7 +58,8 @@ def _add_reproduce_parser(sub):
     p.add_argument("figure", choices=FIGURES,
                    help="fig1c: accuracy vs L (d=256); fig1f: accuracy vs d (L=16); "
                         "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256); "
-                        "figC1: max-margin matrix and alignments (d=32)")
+                        "figC1: max-margin matrix and alignments (d=32); "
+                        "figF1: activation change vs gamma, with and without 1/sqrt(d)")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
     p.add_argument("--out", default="results", metavar="DIR",
@@ -144,9 +145,10 @@ def _cmd_reproduce(args):
     if args.figure == "figC1":
         os.makedirs(args.out, exist_ok=True)
         return _reproduce_max_margin(args)
-    from .plots import plot_accuracy_vs_d, plot_accuracy_vs_L
+    from .plots import plot_accuracy_vs_d, plot_accuracy_vs_L, plot_activation_change
     from .presets import get_preset
-    from .scan import format_table, run_cells, summarize
+    from .scan import (format_activation_table, format_table, run_cells, summarize,
+                       summarize_activation)
     from .store import ResultStore
 
     preset = get_preset(args.figure, quick=args.quick)
@@ -160,15 +162,23 @@ def _cmd_reproduce(args):
         if r.get("key") in keys:
             by_key.setdefault(r["key"], r)
     records = list(by_key.values())
-    plot = plot_accuracy_vs_L if preset.axis == "L" else plot_accuracy_vs_d
-    figures = plot(records, prefix, title=preset.title)
-    summary = summarize(records, preset.axis)
+    if preset.axis == "gamma":
+        figures = plot_activation_change(records, prefix, title=preset.title)
+        summary = summarize_activation(records)
+        heading = "mean activation change |w(T).x - w(0).x| / |w(0).x| over seeds (App. F)"
+        table = format_activation_table(summary)
+    else:
+        plot = plot_accuracy_vs_L if preset.axis == "L" else plot_accuracy_vs_d
+        figures = plot(records, prefix, title=preset.title)
+        summary = summarize(records, preset.axis)
+        heading = "mean best test accuracy over seeds; Eq.3 = rich-regime theory"
+        table = format_table(summary)
     if args.json:
         summary.update(figure=preset.name, results=store.path, figures=figures)
         print(json.dumps(summary, sort_keys=True))
         return
-    print(f"{preset.title}\nmean best test accuracy over seeds; Eq.3 = rich-regime theory")
-    print(format_table(summary))
+    print(f"{preset.title}\n{heading}")
+    print(table)
     print(f"records: {store.path}\nfigures: {', '.join(figures)}")
 
 

@@ -178,3 +178,50 @@ def plot_accuracy_vs_d(records, out_prefix, title=None):
                label=f"Eq. 3 at L = {L} (rich theory)")
     ax.set_title(title or f"L = {L}, m = {records[0]['width']}", fontsize=9)
     return _finish(fig, ax, "input dimension d", out_prefix)
+
+
+def plot_activation_change(records, out_prefix, title=None):
+    """Fig. F1: activation change against gamma, one line per d, with and without 1/sqrt(d).
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Stored records with ``gamma``, ``d``, ``root_d`` and
+        ``activation_change`` (App. F).
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.0, 3.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2, sharey=True)
+    ds = sorted({r["d"] for r in records})
+    cmap = matplotlib.colormaps["viridis"]
+    for ax, root_d in zip(axes, (False, True)):
+        for i, d in enumerate(ds):
+            pts = defaultdict(list)
+            for r in records:
+                if r["d"] == d and r.get("root_d", True) == root_d:
+                    pts[r["gamma"]].append(r["activation_change"])
+            if pts:
+                g = np.array(sorted(pts))
+                ax.plot(g, [np.mean(pts[v]) for v in g], "o-", ms=3,
+                        color=cmap(i / max(1, len(ds) - 1)), label=f"d = {d}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("γ")
+        ax.set_title("with 1/√d prefactor" if root_d else "without 1/√d prefactor", fontsize=9)
+    axes[0].set_ylabel("activation change |w(T)·x − w(0)·x| / |w(0)·x|")
+    axes[1].legend(fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)

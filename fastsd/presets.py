@@ -66,6 +66,8 @@ class Cell:
     task_seed : int, optional
         Seed of the training symbols; None derives it from (seed, L, d) with
         ``derive_task_seed``.
+    root_d : bool, default True
+        Keep the 1/sqrt(d) output prefactor (see ``SameDifferent``).
 
     Raises
     ------
@@ -86,6 +88,7 @@ class Cell:
     alpha0: float = None
     init: str = "normal"
     task_seed: int = None
+    root_d: bool = True
 
     def __post_init__(self):
         ints = {"d": 1, "L": 2, "seed": 0, "width": 1, "steps": 1, "batch_size": 1,
@@ -97,6 +100,7 @@ class Cell:
         if self.alpha0 is not None:
             object.__setattr__(self, "alpha0", check_float("alpha0", self.alpha0, positive=True))
         check_choice("init", self.init, ("normal", "truncated"))
+        check_choice("root_d", self.root_d, (True, False))
         task_seed = (derive_task_seed(self.seed, self.L, self.d) if self.task_seed is None
                      else check_int("task_seed", self.task_seed, 0))
         object.__setattr__(self, "task_seed", task_seed)
@@ -124,8 +128,9 @@ class Preset:
     ----------
     name : str
         File stem of the results, e.g. "fig1c" or "fig1c-quick".
-    axis : {"L", "d"}
-        The swept quantity on the figure's x-axis.
+    axis : {"L", "d", "gamma"}
+        The swept quantity on the figure's x-axis ("gamma": activation change,
+        Fig. F1; otherwise test accuracy).
     title : str
         One line saying what the figure shows.
     cells : tuple of Cell
@@ -201,7 +206,28 @@ PRESETS.update({
         "figC3-quick", "L", "Fig. C3 (quick): ultra-rich test accuracy vs L (d=256, m=1024)",
         _grid([256], [2, 3, 4, 6, 8], _ULTRA_GAMMAS[::2] + (100.0,), range(2), **_QUICK)),
 })
-GRID_FIGURES = ("fig1c", "fig1f", "figC3")
+# Fig. F1: activation change against gamma, with and without the 1/sqrt(d)
+# prefactor; published grid L = 16, m = 4096, d in {128, ..., 1024},
+# log10 gamma in linspace(-5, 0, 11), 25k steps, 3 seeds.
+_F1_GAMMAS = tuple(10.0 ** e for e in np.linspace(-5, 0, 11))
+
+
+def _f1_grid(ds, gammas, seeds, **common):
+    return tuple(Cell(d=d, L=16, gamma=g, seed=s, root_d=rd, **common)
+                 for rd, d, g, s in product((False, True), ds, gammas, seeds))
+
+
+PRESETS.update({
+    "figF1": Preset(
+        "figF1", "gamma", "Fig. F1: activation change vs gamma (L=16, m=4096)",
+        _f1_grid([128, 256, 512, 1024], _F1_GAMMAS, range(3), width=4096, steps=25_000,
+                 eval_every=1000)),
+    "figF1-quick": Preset(
+        "figF1-quick", "gamma", "Fig. F1 (quick): activation change vs gamma (L=16, m=1024)",
+        _f1_grid([128, 512], _F1_GAMMAS[::2], range(1), width=1024, steps=3000,
+                 eval_every=500)),
+})
+GRID_FIGURES = ("fig1c", "fig1f", "figC3", "figF1")
 
 #: Fig. C1 is no training grid: max-margin matrices over (L, P) at one d.
 MAX_MARGIN = {
@@ -212,7 +238,7 @@ FIGURES = GRID_FIGURES + ("figC1",)
 
 
 def get_preset(figure, quick=False):
-    """Return the grid of ``figure`` ("fig1c", "fig1f" or "figC3"), optionally its quick variant.
+    """Return the grid of ``figure`` (one of ``GRID_FIGURES``), optionally its quick variant.
 
     Raises
     ------

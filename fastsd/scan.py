@@ -13,23 +13,30 @@ import numpy as np
 from .presets import gamma_group, gamma_name
 
 
-def cell_record(cell, result):
+def cell_record(cell, result, task):
     """Return the stored record of a trained cell.
 
     Parameters
     ----------
     cell : fastsd.presets.Cell
     result : fastsd.TrainResult
+    task : SameDifferent
+        The cell's task; its fresh test pairs measure the activation change.
 
     Returns
     -------
     dict
         ``result.to_record()`` (configuration, package version, backend,
         dtype, path, seed, accuracies, wall time and the per-evaluation
-        history) plus ``key``, ``task_seed`` and ``finished_at`` (UTC, ISO 8601).
+        history) plus ``key``, ``task_seed``, ``activation_change`` (App. F,
+        on ``n_test`` fresh pairs) and ``finished_at`` (UTC, ISO 8601).
     """
+    from .analysis import activation_change
+
+    x, _ = task.sample_test(cell.n_test, seed=cell.task_seed)
     record = result.to_record()
     record.update(key=cell.key, task_seed=cell.task_seed,
+                  activation_change=activation_change(result, x),
                   finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return record
 
@@ -61,12 +68,13 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
         raise ValueError("`cells` must share d, L, width, steps and the other non-gamma, "
                          "non-seed settings to train as one ensemble.")
     c0 = cells[0]
-    tasks = [SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed) for c in cells]
+    tasks = [SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
+             for c in cells]
     results = train_ensemble(
         tasks, [c.gamma for c in cells], [c.seed for c in cells], width=c0.width,
         steps=c0.steps, batch_size=c0.batch_size, alpha0=c0.alpha0, eval_every=c0.eval_every,
         n_test=c0.n_test, backend=backend, dtype=dtype, path=path, init=c0.init)
-    return [cell_record(c, r) for c, r in zip(cells, results)]
+    return [cell_record(c, r, task) for c, r, task in zip(cells, results, tasks)]
 
 
 def run_cells(cells, store, *, backend="auto", dtype=None, path="auto", progress=True):
@@ -179,4 +187,38 @@ def format_table(summary):
         cells = "".join(f"{row['mean'][n]:>{width + 2}.3f}" if n in row["mean"]
                         else f"{'-':>{width + 2}}" for n in names)
         lines.append(f"{row[axis]:>6}{cells}{row['eq3']:>8.3f}")
+    return "\n".join(lines)
+
+
+def summarize_activation(records):
+    """Mean activation change per (gamma, d, root_d), for Fig. F1.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``columns``, names like "d=128" or "d=128 no-sqrt-d" in
+        (root_d, d) order; ``rows``, one per gamma in increasing order, each
+        ``{"gamma": gamma, "mean": {name: mean over seeds}}``.
+    """
+    vals = defaultdict(list)
+    for r in records:
+        name = f"d={r['d']}" + ("" if r.get("root_d", True) else " no-sqrt-d")
+        vals[r["gamma"], (not r.get("root_d", True), r["d"]), name].append(r["activation_change"])
+    columns = [n for _, n in sorted({(c, n) for _, c, n in vals})]
+    rows = []
+    for g in sorted({g for g, _, _ in vals}):
+        rows.append({"gamma": g, "mean": {n: float(np.mean(v)) for (gg, _, n), v in vals.items()
+                                          if gg == g}})
+    return {"columns": columns, "rows": rows}
+
+
+def format_activation_table(summary):
+    """Render ``summarize_activation``'s output as a fixed-width text table."""
+    names = summary["columns"]
+    width = max(len(n) for n in names) + 2
+    lines = [f"{'gamma':>8}" + "".join(f"{n:>{width}}" for n in names)]
+    for row in summary["rows"]:
+        lines.append(f"{row['gamma']:>8.0e}" + "".join(
+            f"{row['mean'][n]:>{width}.3g}" if n in row["mean"] else f"{'-':>{width}}"
+            for n in names))
     return "\n".join(lines)

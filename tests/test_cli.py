@@ -115,3 +115,22 @@ def test_reproduce_figC1_quick_reports_alignments_and_draws(tmp_path, capsys):
     assert rows[-1]["top_alignment"] > 0.95 and rows[-1]["bottom_alignment"] < -0.95
     for path in out["figures"] + [str(tmp_path / "figC1-quick.json")]:
         assert (tmp_path / path.split("/")[-1]).exists()
+
+
+def test_reproduce_figF1_records_activation_change_and_tabulates_it(tmp_path, capsys,
+                                                                    monkeypatch):
+    cells = tuple(Cell(d=d, L=16, gamma=g, seed=0, width=16, steps=40, eval_every=20,
+                       n_test=64, root_d=rd)
+                  for rd in (False, True) for d in (8, 32) for g in (1e-3, 1.0))
+    monkeypatch.setitem(PRESETS, "figF1-quick", Preset("figF1-quick", "gamma", "tiny", cells))
+    assert main(["reproduce", "figF1", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["columns"] == ["d=8", "d=32", "d=8 no-sqrt-d", "d=32 no-sqrt-d"]
+    lazy, rich = summary["rows"]
+    for name in summary["columns"]:
+        assert lazy["mean"][name] < rich["mean"][name]       # richer moves activations more
+    # without the prefactor, larger d is lazier at fixed gamma (App. F)
+    assert rich["mean"]["d=32 no-sqrt-d"] < rich["mean"]["d=8 no-sqrt-d"]
+    records = [json.loads(line) for line in (tmp_path / "figF1-quick.jsonl").open()]
+    assert {r["root_d"] for r in records} == {True, False}
+    assert all(r["activation_change"] >= 0 for r in records)

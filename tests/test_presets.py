@@ -138,3 +138,12 @@ def test_figC3_is_the_published_ultra_rich_grid():
     gammas = sorted({c.gamma for c in p.cells})
     np.testing.assert_allclose(np.log10(gammas), [0.0, 0.4, 0.8, 1.2, 1.6, 2.0])
     assert gamma_name(10 ** 0.4) == "gamma=2.51"
+
+
+def test_figF1_is_the_published_activation_grid():
+    p = get_preset("figF1")
+    assert p.axis == "gamma" and {c.L for c in p.cells} == {16}
+    assert {c.width for c in p.cells} == {4096} and {c.root_d for c in p.cells} == {True, False}
+    np.testing.assert_allclose(np.log10(sorted({c.gamma for c in p.cells})),
+                               np.linspace(-5, 0, 11))
+    assert {c.d for c in p.cells} == {128, 256, 512, 1024}
