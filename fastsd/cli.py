@@ -93,7 +93,8 @@ def _cmd_train(args):
                 init=args.init, task_seed=args.task_seed)
     record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path)
     if record["diverged"]:
-        warnings.warn("training diverged: the loss became NaN or inf (lower alpha0 or gamma)")
+        warnings.warn("training diverged: the loss became NaN or inf (lower alpha0 or gamma)",
+                      RuntimeWarning, stacklevel=2)
     if args.json:
         print(json.dumps(record, sort_keys=True))
         return

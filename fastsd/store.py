@@ -104,7 +104,7 @@ class ResultStore:
                     record = None
                 if not isinstance(record, dict):
                     warnings.warn(f"{self.path}:{number}: skipping an incomplete record (a line "
-                                  "torn by an interrupted write)", RuntimeWarning)
+                                  "torn by an interrupted write)", RuntimeWarning, stacklevel=2)
                     continue
                 records.append(record)
         return records

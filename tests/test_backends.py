@@ -27,7 +27,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fastsd
 from fastsd import SameDifferent, train, train_ensemble
 from fastsd._rng import train_streams
 from fastsd.mlp import _cpu, _engines
