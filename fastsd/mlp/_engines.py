@@ -47,7 +47,6 @@ def _stack(arrays, dtype):
 class ReferenceEngine:
     """Float64 NumPy reference, one model at a time, dense inputs."""
 
-    path = "dense"
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
         self.tasks = tasks
@@ -117,7 +116,6 @@ class _DisplacementEngine:
 class DenseEngine(_DisplacementEngine):
     """BLAS GEMMs written in place (one call per model), one fused Numba kernel for all models."""
 
-    path = "dense"
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
         super().__init__(params0, scales, lrs, dtype)
@@ -170,7 +168,6 @@ class DenseEngine(_DisplacementEngine):
 class SymbolEngine(_DisplacementEngine):
     """Symbol-basis path (clean symbol tasks), M models with the same L."""
 
-    path = "symbol"
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
         super().__init__(params0, scales, lrs, dtype)
