@@ -31,15 +31,16 @@ def seed_sequence(seed):
     return np.random.SeedSequence(seed)
 
 
-def generator(seed):
-    """Return a Generator for ``seed``, an int, None, a SeedSequence or a Generator."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    return np.random.Generator(np.random.PCG64(seed_sequence(seed)))
-
-
 def train_streams(seed):
-    """Return a dict of independent generators, one per name in TRAIN_STREAMS."""
-    children = seed_sequence(seed).spawn(len(TRAIN_STREAMS))
-    return {name: np.random.Generator(np.random.PCG64(ss))
-            for name, ss in zip(TRAIN_STREAMS, children)}
+    """Return a dict of independent generators, one per name in TRAIN_STREAMS.
+
+    A SeedSequence gives the same streams every time (its children are spawned
+    from a fresh copy, so earlier spawns do not shift them); a Generator gives
+    children of its current state.
+    """
+    if isinstance(seed, np.random.Generator):
+        return dict(zip(TRAIN_STREAMS, seed.spawn(len(TRAIN_STREAMS))))
+    ss = seed_sequence(seed)
+    fresh = np.random.SeedSequence(ss.entropy, spawn_key=ss.spawn_key, pool_size=ss.pool_size)
+    return {name: np.random.Generator(np.random.PCG64(child))
+            for name, child in zip(TRAIN_STREAMS, fresh.spawn(len(TRAIN_STREAMS)))}

@@ -283,3 +283,16 @@ def test_divergence_is_flagged_and_records_stay_strict_json():
     rec = r.to_record()
     assert rec["diverged"] is True
     json.dumps(rec, allow_nan=False)
+
+
+def test_seed_may_be_a_seed_sequence_or_a_generator():
+    kw = tiny(seed=None)
+    del kw["seed"]
+    ss = np.random.SeedSequence(7)
+    a = train(TASK, 1.0, seed=ss, **kw)
+    b = train(TASK, 1.0, seed=ss, **kw)          # reusing the object repeats the run
+    c = train(TASK, 1.0, seed=7, **kw)
+    np.testing.assert_array_equal(a.final_params.w, b.final_params.w)
+    np.testing.assert_array_equal(a.final_params.w, c.final_params.w)
+    r = train(TASK, 1.0, seed=np.random.default_rng(1), **kw)
+    assert r.config["seed"] is None and np.all(np.isfinite(r.final_params.w))
