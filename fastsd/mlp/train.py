@@ -216,7 +216,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     n_test = check_int("n_test", n_test, minimum=1)
     check_choice("path", path, PATHS)
     check_choice("init", init, INITS)
-    backend = resolve_backend(backend)
+    backend = resolve_backend(backend, needs_cupy=True)
     if dtype is None:
         dtype = "float64" if backend == "numpy" else "float32"
     dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
