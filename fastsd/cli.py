@@ -12,6 +12,7 @@ import warnings
 from . import __version__
 from .exceptions import BackendUnavailableError
 from .presets import FIGURES
+from .scan import ScanError
 
 
 
@@ -52,20 +53,29 @@ def _add_train_parser(sub):
 def _add_reproduce_parser(sub):
     p = sub.add_parser(
         "reproduce", help="run a figure's grid, draw it and print its table",
-        description="Run the grid of a figure of the paper, resuming from DIR/<figure>.jsonl "
-                    "(cells already there are skipped), then draw DIR/<figure>.png and .svg "
-                    "and print the mean best test accuracy per row and gamma.")
-    p.add_argument("figure", choices=FIGURES,
-                   help="fig1c: accuracy vs L (d=256); fig1f: accuracy vs d (L=16); "
+        description="Run the grid of a figure of the paper through fastsd.scan, resuming from "
+                    "DIR/<figure>.jsonl (cells already there are skipped), then draw "
+                    "DIR/<figure>.png and .svg and print its table. 'all' does every figure.")
+    p.add_argument("figure", choices=FIGURES + ("all",),
+                   help="fig1b: rich accuracy over d x L; fig1c: accuracy vs L (d=256); "
+                        "fig1f: accuracy vs d (L=16); "
                         "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256); "
                         "figC1: max-margin matrix and alignments (d=32); "
-                        "figF1: activation change vs gamma, with and without 1/sqrt(d)")
+                        "figF1: activation change vs gamma, with and without 1/sqrt(d); "
+                        "all: every figure in turn")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
     p.add_argument("--out", default="results", metavar="DIR",
                    help="folder of the results and figures (default results/)")
+    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--serial", action="store_true",
+                       help="run in this process instead of local worker processes")
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="run on the Dask cluster whose scheduler is at ADDRESS "
+                            "(e.g. tcp://host:8786); needs fastsd[dist]")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_reproduce)
 
 
@@ -83,8 +93,7 @@ def build_parser():
 
 
 def _cmd_train(args):
-    from .presets import Cell
-    from .scan import train_cells
+    from .scan import Cell, train_cells
     from .theory import rich_test_accuracy
 
     cell = Cell(d=args.d, L=args.L, gamma=args.gamma, seed=args.seed, width=args.width,
@@ -92,6 +101,7 @@ def _cmd_train(args):
                 eval_every=args.eval_every, n_test=args.n_test, alpha0=args.alpha0,
                 init=args.init, task_seed=args.task_seed)
     record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path)
+    record["key"] = cell.key
     if record["diverged"]:
         warnings.warn("training diverged: the loss became NaN or inf (lower alpha0 or gamma)",
                       RuntimeWarning, stacklevel=2)
@@ -108,79 +118,38 @@ def _cmd_train(args):
           f"{record['wall_time']:.1f} s")
 
 
-def _reproduce_max_margin(args):
-    from .plots import plot_max_margin
-    from .presets import MAX_MARGIN
-    from .tasks import SameDifferent
-    from .theory import max_margin, max_margin_ideal
-
-    name = "figC1-quick" if args.quick else "figC1"
-    cfg = MAX_MARGIN[name]
-    rows = []
-    for L in cfg["Ls"]:
-        task = SameDifferent(cfg["d"], L, seed=L)
-        for P in cfg["Ps"]:
-            r = max_margin(task, P, seed=P)
-            rows.append({"d": cfg["d"], "L": L, "P": P,
-                         "top_alignment": r["top"]["alignment"],
-                         "bottom_alignment": r["bottom"]["alignment"],
-                         "relative_distance": r["relative_distance"]})
-    prefix = os.path.join(args.out, name)
-    title = f"Fig. C1: max-margin matrix, d = {cfg['d']}, L = {L}, P = {P}"
-    figures = plot_max_margin(r["matrix"], max_margin_ideal(cfg["d"]), prefix, title=title)
-    with open(prefix + ".json", "w", encoding="utf-8") as fh:
-        json.dump(rows, fh, indent=1)
-    if args.json:
-        print(json.dumps({"figure": name, "rows": rows, "figures": figures}, sort_keys=True))
-        return
-    print("Fig. C1: alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the "
-          "max-margin matrix, and its relative Frobenius distance to the limit")
-    print(f"{'d':>4} {'L':>6} {'P':>7} {'top':>8} {'bottom':>8} {'distance':>9}")
-    for w in rows:
-        print(f"{w['d']:>4} {w['L']:>6} {w['P']:>7} {w['top_alignment']:>+8.4f} "
-              f"{w['bottom_alignment']:>+8.4f} {w['relative_distance']:>9.4f}")
-    print(f"results: {prefix}.json\nfigures: {', '.join(figures)}")
+def _executor(args):
+    if args.serial:
+        return "serial"
+    if args.dask:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ValueError("`--dask` needs Dask's distributed scheduler; fix: "
+                             "pip install fastsd[dist]") from None
+        return Client(args.dask)
+    return None
 
 
 def _cmd_reproduce(args):
-    if args.figure == "figC1":
-        os.makedirs(args.out, exist_ok=True)
-        return _reproduce_max_margin(args)
-    from .plots import plot_accuracy_vs_d, plot_accuracy_vs_L, plot_activation_change
-    from .presets import get_preset
-    from .scan import (format_activation_table, format_table, run_cells, summarize,
-                       summarize_activation)
-    from .store import ResultStore
+    from .reproduce import reproduce
 
-    preset = get_preset(args.figure, quick=args.quick)
     os.makedirs(args.out, exist_ok=True)    # fail on a bad --out before any training
-    prefix = os.path.join(args.out, preset.name)
-    store = ResultStore(prefix + ".jsonl")
-    run_cells(preset.cells, store, progress=not args.quiet)
-    keys = {c.key for c in preset.cells}
-    by_key = {}
-    for r in store.load():                  # first record of each of the preset's cells
-        if r.get("key") in keys:
-            by_key.setdefault(r["key"], r)
-    records = list(by_key.values())
-    if preset.axis == "gamma":
-        figures = plot_activation_change(records, prefix, title=preset.title)
-        summary = summarize_activation(records)
-        heading = "mean activation change |w(T).x - w(0).x| / |w(0).x| over seeds (App. F)"
-        table = format_activation_table(summary)
-    else:
-        plot = plot_accuracy_vs_L if preset.axis == "L" else plot_accuracy_vs_d
-        figures = plot(records, prefix, title=preset.title)
-        summary = summarize(records, preset.axis)
-        heading = "mean best test accuracy over seeds; Eq.3 = rich-regime theory"
-        table = format_table(summary)
-    if args.json:
-        summary.update(figure=preset.name, results=store.path, figures=figures)
-        print(json.dumps(summary, sort_keys=True))
-        return
-    print(f"{preset.title}\n{heading}")
-    print(table)
-    print(f"records: {store.path}\nfigures: {', '.join(figures)}")
+    executor = _executor(args)
+    figures = FIGURES if args.figure == "all" else (args.figure,)
+    try:
+        for figure in figures:
+            result = reproduce(figure, quick=args.quick, out=args.out, backend=args.backend,
+                               progress=not args.quiet, executor=executor)
+            if args.json:
+                print(json.dumps(result, sort_keys=True))
+                continue
+            print(f"{result['title']}\n{result['heading']}\n{result['table']}")
+            print(f"records: {', '.join(result['results'])}\n"
+                  f"figures: {', '.join(result['figures'])}\n")
+    finally:
+        if executor not in (None, "serial"):
+            executor.close()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -206,7 +175,7 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             args.func(args)
-    except (ValueError, TypeError, BackendUnavailableError, OSError) as exc:
+    except (ValueError, TypeError, BackendUnavailableError, OSError, ScanError) as exc:
         print(f"fastsd: error: {exc}", file=sys.stderr)
         return 1
     except MemoryError:

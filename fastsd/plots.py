@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .presets import gamma_group, gamma_label
+from .scan.cells import gamma_group, gamma_label
 from .theory import rich_test_accuracy
 
 
@@ -224,4 +224,73 @@ def plot_activation_change(records, out_prefix, title=None):
     axes[1].legend(fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)
+
+
+def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test_accuracy",
+                 slope=None):
+    """Fig. 1b/1e: mean ``value`` over seeds on the (x, y) grid, as a heatmap.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Stored records holding ``x``, ``y`` and ``value``.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+    x, y : str, default "d", "L"
+        Record fields on the horizontal and vertical axes (log scale, one
+        cell per distinct value).
+    value : str, default "best_test_accuracy"
+    slope : float, optional
+        Overlay the power law y = c x**slope through the cell where the
+        mean value first reaches 0.75 on the smallest x (Fig. 1e draws
+        L proportional to d^2, slope 2).
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+
+    Raises
+    ------
+    ValueError
+        When ``records`` is empty.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not records:
+        raise ValueError("`records` must hold at least one record; got none.")
+    vals = defaultdict(list)
+    for r in records:
+        vals[r[x], r[y]].append(r[value])
+    xs = sorted({k[0] for k in vals})
+    ys = sorted({k[1] for k in vals})
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for (a, b), v in vals.items():
+        grid[ys.index(b), xs.index(a)] = np.mean(v)
+    fig = Figure(figsize=(5.2, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    im = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0.5, vmax=1.0, aspect="auto")
+    ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], rotation=90, fontsize=7)
+    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys], fontsize=7)
+    ax.set_xlabel("input dimension d" if x == "d" else x)
+    ax.set_ylabel("training symbols L" if y == "L" else y)
+    fig.colorbar(im, ax=ax, label="test accuracy")
+    if slope is not None:
+        col = grid[:, 0]
+        hit = np.flatnonzero(col >= 0.75)
+        if hit.size:
+            y0 = ys[hit[0]]
+            lx = np.log(np.asarray(xs, float) / xs[0])
+            ly = np.log(y0) + slope * lx
+            # cell coordinates: interpolate log y onto the row index
+            rows = np.interp(ly, np.log(np.asarray(ys, float)), np.arange(len(ys)),
+                             left=np.nan, right=np.nan)
+            ax.plot(np.arange(len(xs)), rows, "w--", lw=1.5, label=f"L ∝ d^{slope:g}")
+            ax.legend(fontsize=8, frameon=False, loc="lower right", labelcolor="white")
+    if title:
+        ax.set_title(title, fontsize=9)
     return _save(fig, out_prefix)

@@ -1,128 +1,21 @@
-"""The paper's simulation grids as data: cells, presets and gamma labels.
+"""The paper's figures as scan presets: named grids, each with a quick variant.
 
-A ``Cell`` is one training run of the same-different task (Sec. 2); a
-``Preset`` is the list of cells behind one figure. ``PRESETS`` holds the
-grids of Fig. 1c (accuracy vs L, d = 256) and Fig. 1f (accuracy vs d,
-L = 16), each with a ``quick`` variant that runs in minutes on a laptop.
+A ``Preset`` is the list of ``(predictor, Grid)`` parts behind one figure of
+the paper, run through ``fastsd.scan.run``; ``PRESETS`` holds every figure's
+full grid and a ``-quick`` variant that runs in minutes on a laptop.
 """
-import math
-from dataclasses import asdict, dataclass, fields
-from itertools import product
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_choice, check_float, check_int
-
-#: gamma * sqrt(d) of the paper's "gamma ~ 0" (lazy) models: gamma = 1e-5/sqrt(d).
-LAZY_GAMMA_SQRT_D = 1e-5
-
-
-def lazy_gamma(d):
-    """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2, App. G.1)."""
-    return LAZY_GAMMA_SQRT_D / math.sqrt(d)
-
-
-def derive_task_seed(seed, L, d):
-    """Return the seed of a cell's training symbols, derived from (seed, L, d).
-
-    Cells that differ only in gamma share their symbols, and a rerun draws the
-    same symbols; the symbols do not share a stream with the model, whose seed
-    is ``seed`` itself.
-
-    Parameters
-    ----------
-    seed, L, d : int
-
-    Returns
-    -------
-    int
-        A non-negative 63-bit integer.
-    """
-    state = np.random.SeedSequence([seed, L, d]).generate_state(1, np.uint64)[0]
-    return int(state >> np.uint64(1))
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One training run: a ``SameDifferent`` task and an MLP trained on it.
-
-    Parameters
-    ----------
-    d, L : int
-        Symbol dimension and number of training symbols.
-    gamma : float
-        Richness (Eq. 1).
-    seed : int
-        Model seed (initialisation, batches, test sets).
-    width, steps : int
-        Hidden units m and SGD steps.
-    sigma2 : float, default 0.0
-        Input noise variance.
-    batch_size, eval_every, n_test : int
-        As in ``fastsd.train``.
-    alpha0 : float, optional
-        Base learning rate; None for the task's default (0.1).
-    init : {"normal", "truncated"}
-    task_seed : int, optional
-        Seed of the training symbols; None derives it from (seed, L, d) with
-        ``derive_task_seed``.
-    root_d : bool, default True
-        Keep the 1/sqrt(d) output prefactor (see ``SameDifferent``).
-
-    Raises
-    ------
-    ValueError, TypeError
-        When a field is out of range or of the wrong type.
-    """
-
-    d: int
-    L: int
-    gamma: float
-    seed: int
-    width: int
-    steps: int
-    sigma2: float = 0.0
-    batch_size: int = 128
-    eval_every: int = 1000
-    n_test: int = 1024
-    alpha0: float = None
-    init: str = "normal"
-    task_seed: int = None
-    root_d: bool = True
-
-    def __post_init__(self):
-        ints = {"d": 1, "L": 2, "seed": 0, "width": 1, "steps": 1, "batch_size": 1,
-                "eval_every": 1, "n_test": 1}
-        for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
-        object.__setattr__(self, "gamma", check_float("gamma", self.gamma, positive=True))
-        object.__setattr__(self, "sigma2", check_float("sigma2", self.sigma2, nonnegative=True))
-        if self.alpha0 is not None:
-            object.__setattr__(self, "alpha0", check_float("alpha0", self.alpha0, positive=True))
-        check_choice("init", self.init, ("normal", "truncated"))
-        check_choice("root_d", self.root_d, (True, False))
-        task_seed = (derive_task_seed(self.seed, self.L, self.d) if self.task_seed is None
-                     else check_int("task_seed", self.task_seed, 0))
-        object.__setattr__(self, "task_seed", task_seed)
-
-    @property
-    def key(self):
-        """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name."""
-        return ",".join(f"{f}={getattr(self, f)!r}" for f in sorted(asdict(self)))
-
-    def ensemble_key(self):
-        """Return the fields an ensemble shares: all but gamma, seed and task_seed.
-
-        Cells with equal ensemble keys train together in one
-        ``train_ensemble`` call (same d, L, width, steps, ...).
-        """
-        return tuple(getattr(self, f.name) for f in fields(self)
-                     if f.name not in ("gamma", "seed", "task_seed"))
+from ._validation import check_choice
+from .scan import Grid, get_predictor
+from .scan.cells import Cell
 
 
 @dataclass(frozen=True)
 class Preset:
-    """The grid of one figure.
+    """The grids of one figure.
 
     Attributes
     ----------
@@ -133,41 +26,37 @@ class Preset:
         Fig. F1; otherwise test accuracy).
     title : str
         One line saying what the figure shows.
-    cells : tuple of Cell
+    parts : tuple of (str, Grid)
+        Predictor names and their grids, run in order.
     """
 
     name: str
     axis: str
     title: str
-    cells: tuple
+    parts: tuple
+
+    def store_name(self, predictor):
+        """File stem of a part's store: the preset's name, plus the predictor with several parts."""
+        return self.name if len(self.parts) == 1 else f"{self.name}-{predictor}"
+
+    def cells(self, predictor="mlp"):
+        """Return the prepared settings of every cell of the ``predictor`` parts.
+
+        For "mlp" they are ``Cell`` objects, for the others dicts.
+        """
+        pred = get_predictor(predictor)
+        out = [pred.prepare(s) for p, grid in self.parts if p == predictor
+               for _, s in grid.cells()]
+        return [Cell(**s) for s in out] if predictor == "mlp" else out
 
 
-def gamma_group(gamma, d):
-    """Return the column a model belongs to: 0.0 for the lazy gamma = 1e-5/sqrt(d), else gamma.
-
-    The lazy gamma depends on d, so grouping by the raw value would split
-    Fig. 1f's lazy curve into one point per d.
-    """
-    return 0.0 if math.isclose(gamma * math.sqrt(d), LAZY_GAMMA_SQRT_D, rel_tol=1e-9) else gamma
+def _grid(ds, Ls, gammas, seeds, **common):
+    """One "mlp" part over d x L x gamma x seed ("lazy" is gamma = 1e-5/sqrt(d))."""
+    return (("mlp", Grid(d=list(ds), L=list(Ls), gamma=list(gammas), seed=list(seeds),
+                         **common)),)
 
 
-def gamma_label(group):
-    """Legend label of a gamma group, e.g. "γ≈0 (1e-5/√d)" or "γ = 0.1"."""
-    return "γ≈0 (1e-5/√d)" if group == 0.0 else f"γ = {group:.3g}"
-
-
-def gamma_name(group):
-    """ASCII column name of a gamma group, e.g. "gamma~0" or "gamma=0.1"."""
-    return "gamma~0" if group == 0.0 else f"gamma={group:.3g}"
-
-
-def _grid(ds, Ls, richness, seeds, **common):
-    """Cells over d x L x gamma x seed; ``richness`` holds None for the lazy gamma."""
-    return tuple(Cell(d=d, L=L, gamma=lazy_gamma(d) if g is None else g, seed=s, **common)
-                 for d, L, g, s in product(ds, Ls, richness, seeds))
-
-
-_PAPER_GAMMAS = (None, 0.05, 0.1, 0.25, 0.5, 1.0)
+_PAPER_GAMMAS = ("lazy", 0.05, 0.1, 0.25, 0.5, 1.0)
 _PAPER = dict(width=1024, steps=25_000, eval_every=1000)
 # Quick runs: the paper's d and m, fewer L (or d), gammas and seeds, and
 # 10,000 steps instead of 25,000: the rich models' test accuracy is flat after
@@ -176,7 +65,7 @@ _PAPER = dict(width=1024, steps=25_000, eval_every=1000)
 # test accuracy" is the same statistic as in the paper, and, as with the
 # paper's 1,000-step spacing, no checkpoint falls in the first few hundred
 # steps, where lazy models pass through a transient above chance.
-_QUICK_GAMMAS = (None, 0.1, 1.0)
+_QUICK_GAMMAS = ("lazy", 0.1, 1.0)
 _QUICK = dict(width=1024, steps=10_000, eval_every=400)
 
 PRESETS = {
@@ -213,8 +102,8 @@ _F1_GAMMAS = tuple(10.0 ** e for e in np.linspace(-5, 0, 11))
 
 
 def _f1_grid(ds, gammas, seeds, **common):
-    return tuple(Cell(d=d, L=16, gamma=g, seed=s, root_d=rd, **common)
-                 for rd, d, g, s in product((False, True), ds, gammas, seeds))
+    return (("mlp", Grid(root_d=[False, True], d=list(ds), gamma=list(gammas), seed=list(seeds),
+                         L=16, **common)),)
 
 
 PRESETS.update({
@@ -227,7 +116,19 @@ PRESETS.update({
         _f1_grid([128, 512], _F1_GAMMAS[::2], range(1), width=1024, steps=3000,
                  eval_every=500)),
 })
-GRID_FIGURES = ("fig1c", "fig1f", "figC3", "figF1")
+# Fig. 1b: the rich model (gamma = 1) over d x L; published grid m = 4096, 50k steps,
+# 3 seeds, d and L in round(2^linspace(1, 10, 20)) = 2, 3, 4, 5, 7, ..., 1024.
+_1B_AXIS = sorted({int(round(v)) for v in 2.0 ** np.linspace(1, 10, 20)})
+PRESETS.update({
+    "fig1b": Preset(
+        "fig1b", "heatmap", "Fig. 1b: rich (gamma=1) test accuracy over d and L (m=4096)",
+        _grid(_1B_AXIS, _1B_AXIS, [1.0], range(3), width=4096, steps=50_000, eval_every=2000)),
+    "fig1b-quick": Preset(
+        "fig1b-quick", "heatmap", "Fig. 1b (quick): rich (gamma=1) test accuracy over d and L "
+        "(m=1024)", _grid([16, 64, 256, 1024], [2, 3, 5, 10, 28], [1.0], range(2), width=1024,
+                          steps=2000, eval_every=200)),
+})
+GRID_FIGURES = ("fig1b", "fig1c", "fig1f", "figC3", "figF1")
 
 #: Fig. C1 is no training grid: max-margin matrices over (L, P) at one d.
 MAX_MARGIN = {

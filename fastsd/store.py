@@ -80,6 +80,51 @@ class ResultStore:
         finally:
             os.close(fd)
 
+    @property
+    def grid_path(self):
+        """Path of the sidecar file naming the grid the store belongs to."""
+        return self.path + ".grid.json"
+
+    def grid_signature(self):
+        """Return the signature of the grid bound to the store, or None if unbound."""
+        if not os.path.exists(self.grid_path):
+            return None
+        with open(self.grid_path, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    def bind(self, signature):
+        """Bind the store to a grid signature, or check that it is bound to this one.
+
+        Parameters
+        ----------
+        signature : dict
+            JSON-ready, e.g. ``fastsd.scan.Grid.signature(predictor)``.
+
+        Raises
+        ------
+        ValueError
+            When the store already belongs to a grid with another signature;
+            the message names the first difference.
+        """
+        signature = json.loads(json.dumps(signature, sort_keys=True))
+        bound = self.grid_signature()
+        if bound is None:
+            folder = os.path.dirname(self.path)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            tmp = f"{self.grid_path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(signature, fh, sort_keys=True, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.grid_path)
+            return
+        if bound != signature:
+            diff = _first_difference(bound, signature)
+            raise ValueError(f"`store` {self.path} belongs to a different grid ({diff}); use "
+                             "another store path for this grid, or delete the store and "
+                             f"{self.grid_path} to start over.")
+
     def load(self):
         """Return the stored records, in the order they were written.
 
@@ -119,28 +164,13 @@ class ResultStore:
         return {r["key"] for r in self.load() if "key" in r}
 
 
-def load_frame(path):
-    """Load a results file as a pandas DataFrame, one row per record.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        A ``.jsonl`` file written by ``ResultStore``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One column per record field; ``history`` (if stored) holds dicts.
-
-    Raises
-    ------
-    ImportError
-        When pandas is not installed.
-    """
-    try:
-        import pandas as pd
-    except ImportError as exc:
-        raise ImportError("load_frame needs pandas, which is not installed; fix: "
-                          "pip install pandas (or use ResultStore(path).load() for a "
-                          "list of dicts)") from exc
-    return pd.DataFrame(ResultStore(path).load())
+def _first_difference(bound, new):
+    for part in ("predictor", "axes"):
+        if bound.get(part) != new.get(part):
+            return f"{part}: stored {bound.get(part)!r}, this grid {new.get(part)!r}"
+    old, cur = bound.get("fixed", {}), new.get("fixed", {})
+    for name in sorted(set(old) | set(cur)):
+        if old.get(name, "<unset>") != cur.get(name, "<unset>"):
+            return (f"fixed setting `{name}`: stored {old.get(name, '<unset>')!r}, this grid "
+                    f"{cur.get(name, '<unset>')!r}")
+    return "signature differs"

@@ -7,7 +7,8 @@ import pytest
 
 from fastsd import __version__
 from fastsd.cli import main
-from fastsd.presets import PRESETS, Cell, Preset
+from fastsd.presets import PRESETS, Preset
+from fastsd.scan import Cell, Grid
 
 TINY = ["--d", "8", "--L", "3", "--gamma", "1", "--width", "16", "--steps", "20",
         "--eval-every", "10", "--n-test", "64"]
@@ -77,10 +78,11 @@ def test_train_summary(capsys):
 
 @pytest.fixture
 def tiny_fig1c(monkeypatch):
-    cells = tuple(Cell(d=8, L=L, gamma=g, seed=s, width=16, steps=20, eval_every=10, n_test=64)
-                  for L in (2, 4) for g in (1e-5 / 8 ** 0.5, 1.0) for s in (0, 1))
-    monkeypatch.setitem(PRESETS, "fig1c-quick", Preset("fig1c-quick", "L", "tiny", cells))
-    return cells
+    grid = Grid(L=[2, 4], gamma=["lazy", 1.0], seed=[0, 1], d=8, width=16, steps=20,
+                eval_every=10, n_test=64)
+    monkeypatch.setitem(PRESETS, "fig1c-quick", Preset("fig1c-quick", "L", "tiny",
+                                                       (("mlp", grid),)))
+    return grid.cells()
 
 
 def test_reproduce_writes_records_figures_and_table(tmp_path, capsys, tiny_fig1c):
@@ -98,9 +100,10 @@ def test_reproduce_writes_records_figures_and_table(tmp_path, capsys, tiny_fig1c
     mtime = results.stat().st_mtime_ns
     assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--quiet",
                  "--json"]) == 0
-    table = json.loads(capsys.readouterr().out)
+    result = json.loads(capsys.readouterr().out)
+    table = result["summary"]
     assert results.stat().st_mtime_ns == mtime
-    assert table["figure"] == "fig1c-quick" and table["axis"] == "L"
+    assert result["figure"] == "fig1c-quick" and table["axis"] == "L"
     assert [r["L"] for r in table["rows"]] == [2, 4]
     assert all(r["n"] == {"gamma~0": 2, "gamma=1": 2} for r in table["rows"])
 
@@ -108,7 +111,7 @@ def test_reproduce_writes_records_figures_and_table(tmp_path, capsys, tiny_fig1c
 def test_reproduce_figC1_quick_reports_alignments_and_draws(tmp_path, capsys):
     assert main(["reproduce", "figC1", "--quick", "--out", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    rows = out["rows"]
+    rows = out["summary"]["rows"]
     assert [r["P"] for r in rows] == sorted(r["P"] for r in rows)
     dist = [r["relative_distance"] for r in rows]
     assert all(a > b for a, b in zip(dist, dist[1:]))        # shrinks as P grows
@@ -119,12 +122,12 @@ def test_reproduce_figC1_quick_reports_alignments_and_draws(tmp_path, capsys):
 
 def test_reproduce_figF1_records_activation_change_and_tabulates_it(tmp_path, capsys,
                                                                     monkeypatch):
-    cells = tuple(Cell(d=d, L=16, gamma=g, seed=0, width=16, steps=40, eval_every=20,
-                       n_test=64, root_d=rd)
-                  for rd in (False, True) for d in (8, 32) for g in (1e-3, 1.0))
-    monkeypatch.setitem(PRESETS, "figF1-quick", Preset("figF1-quick", "gamma", "tiny", cells))
+    grid = Grid(root_d=[False, True], d=[8, 32], gamma=[1e-3, 1.0], L=16, seed=0, width=16,
+                steps=40, eval_every=20, n_test=64)
+    monkeypatch.setitem(PRESETS, "figF1-quick", Preset("figF1-quick", "gamma", "tiny",
+                                                       (("mlp", grid),)))
     assert main(["reproduce", "figF1", "--quick", "--out", str(tmp_path), "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = json.loads(capsys.readouterr().out)["summary"]
     assert summary["columns"] == ["d=8", "d=32", "d=8 no-sqrt-d", "d=32 no-sqrt-d"]
     lazy, rich = summary["rows"]
     for name in summary["columns"]:

@@ -5,22 +5,22 @@ import numpy as np
 import pytest
 
 from fastsd.plots import plot_accuracy_vs_d, plot_accuracy_vs_L
-from fastsd.presets import (PRESETS, Cell, derive_task_seed, gamma_group, gamma_label,
-                            gamma_name, get_preset, lazy_gamma)
-from fastsd.scan import format_table, summarize
+from fastsd.presets import PRESETS, get_preset
+from fastsd.scan import (Cell, derive_task_seed, format_table, gamma_group, gamma_label,
+                         gamma_name, lazy_gamma, summarize)
 from fastsd.theory import rich_test_accuracy
 
 
 def _axis_values(preset, name):
-    return sorted({getattr(c, name) for c in preset.cells})
+    return sorted({getattr(c, name) for c in preset.cells()})
 
 
 def test_fig1c_is_the_papers_grid():
     p = get_preset("fig1c")
-    assert p.axis == "L" and len(p.cells) == 10 * 6 * 3
+    assert p.axis == "L" and len(p.cells()) == 10 * 6 * 3
     assert _axis_values(p, "L") == [2 ** k for k in range(1, 11)]
     assert _axis_values(p, "d") == [256]
-    assert {(c.width, c.steps, c.eval_every, c.n_test) for c in p.cells} == {
+    assert {(c.width, c.steps, c.eval_every, c.n_test) for c in p.cells()} == {
         (1024, 25000, 1000, 1024)}
     assert _axis_values(p, "gamma") == [1e-5 / 16, 0.05, 0.1, 0.25, 0.5, 1.0]
     assert _axis_values(p, "seed") == [0, 1, 2]
@@ -28,23 +28,23 @@ def test_fig1c_is_the_papers_grid():
 
 def test_fig1f_uses_the_lazy_gamma_of_each_d():
     p = get_preset("fig1f")
-    assert p.axis == "d" and len(p.cells) == 7 * 6 * 3
+    assert p.axis == "d" and len(p.cells()) == 7 * 6 * 3
     assert _axis_values(p, "d") == [16, 32, 64, 128, 256, 512, 1024]
     assert _axis_values(p, "L") == [16]
-    for c in p.cells:
+    for c in p.cells():
         if c.gamma < 0.01:
             assert math.isclose(c.gamma, 1e-5 / math.sqrt(c.d))
-    assert {gamma_group(c.gamma, c.d) for c in p.cells} == {0.0, 0.05, 0.1, 0.25, 0.5, 1.0}
+    assert {gamma_group(c.gamma, c.d) for c in p.cells()} == {0.0, 0.05, 0.1, 0.25, 0.5, 1.0}
 
 
 @pytest.mark.parametrize("figure", ["fig1c", "fig1f", "figC3"])
 def test_quick_presets_are_smaller_and_distinct(figure):
     full, quick = get_preset(figure), get_preset(figure, quick=True)
     assert quick.name == figure + "-quick" and quick.axis == full.axis
-    assert len(quick.cells) < len(full.cells)
+    assert len(quick.cells()) < len(full.cells())
     must = {1.0, 100.0} if figure == "figC3" else {0.0, 1.0}
-    assert {gamma_group(c.gamma, c.d) for c in quick.cells} >= must
-    assert len({c.key for c in quick.cells}) == len(quick.cells)
+    assert {gamma_group(c.gamma, c.d) for c in quick.cells()} >= must
+    assert len({c.key for c in quick.cells()}) == len(quick.cells())
 
 
 def test_get_preset_rejects_unknown_figures():
@@ -134,16 +134,16 @@ def test_every_preset_is_registered_under_its_name():
 
 def test_figC3_is_the_published_ultra_rich_grid():
     p = get_preset("figC3")
-    assert {c.d for c in p.cells} == {256} and {c.L for c in p.cells} == set(range(2, 13))
-    gammas = sorted({c.gamma for c in p.cells})
+    assert {c.d for c in p.cells()} == {256} and {c.L for c in p.cells()} == set(range(2, 13))
+    gammas = sorted({c.gamma for c in p.cells()})
     np.testing.assert_allclose(np.log10(gammas), [0.0, 0.4, 0.8, 1.2, 1.6, 2.0])
     assert gamma_name(10 ** 0.4) == "gamma=2.51"
 
 
 def test_figF1_is_the_published_activation_grid():
     p = get_preset("figF1")
-    assert p.axis == "gamma" and {c.L for c in p.cells} == {16}
-    assert {c.width for c in p.cells} == {4096} and {c.root_d for c in p.cells} == {True, False}
-    np.testing.assert_allclose(np.log10(sorted({c.gamma for c in p.cells})),
+    assert p.axis == "gamma" and {c.L for c in p.cells()} == {16}
+    assert {c.width for c in p.cells()} == {4096} and {c.root_d for c in p.cells()} == {True, False}
+    np.testing.assert_allclose(np.log10(sorted({c.gamma for c in p.cells()})),
                                np.linspace(-5, 0, 11))
-    assert {c.d for c in p.cells} == {128, 256, 512, 1024}
+    assert {c.d for c in p.cells()} == {128, 256, 512, 1024}

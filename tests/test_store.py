@@ -3,15 +3,13 @@ import json
 
 import pytest
 
-import fastsd.scan
-from fastsd.presets import Cell
-from fastsd.scan import run_cells
-from fastsd.store import ResultStore, load_frame
+import fastsd.scan.predictors
+from fastsd.scan import Grid, load, run
+from fastsd.store import ResultStore
 
 
-def _tiny_cells():
-    return [Cell(d=8, L=L, gamma=g, seed=s, width=16, steps=20, eval_every=10, n_test=64)
-            for L in (2, 3) for g in (0.1, 1.0) for s in (0, 1)]
+TINY = Grid(L=[2, 3], gamma=[0.1, 1.0], seed=[0, 1], d=8, width=16, steps=20, eval_every=10,
+            n_test=64)
 
 
 def test_write_then_load_roundtrip(tmp_path):
@@ -50,57 +48,58 @@ def test_write_rejects_a_record_without_key(tmp_path):
 
 def test_rerun_skips_done_cells_and_resumes_after_a_lost_cell(tmp_path, monkeypatch):
     calls = []
-    real = fastsd.scan.train_cells
+    real = fastsd.scan.predictors.train_cells
 
     def counting(cells, **kwargs):
         calls.append(len(cells))
         return real(cells, **kwargs)
 
-    monkeypatch.setattr(fastsd.scan, "train_cells", counting)
-    cells = _tiny_cells()
+    monkeypatch.setattr(fastsd.scan.predictors, "train_cells", counting)
     store = ResultStore(tmp_path / "grid.jsonl")
 
-    first = run_cells(cells, store, progress=False)
+    first = run(TINY, "mlp", store, "serial", progress=False)
     assert sorted(calls) == [4, 4]                       # one ensemble per L
-    assert {r["key"] for r in first} == {c.key for c in cells}
+    assert len({r["key"] for r in first}) == len(TINY) == 8
 
     calls.clear()
-    assert run_cells(cells, store, progress=False) == []
+    assert run(TINY, "mlp", store, "serial", progress=False) == []
     assert calls == []
 
     # Lose the last record as a kill -9 would (torn line): only that cell reruns.
     text = (tmp_path / "grid.jsonl").read_text().splitlines(keepends=True)
     (tmp_path / "grid.jsonl").write_text("".join(text[:-1]) + text[-1][:40])
     with pytest.warns(RuntimeWarning):
-        again = run_cells(cells, store, progress=False)
+        again = run(TINY, "mlp", store, "serial", progress=False)
     assert calls == [1] and [r["key"] for r in again] == [first[-1]["key"]]
     assert again[0]["best_test_accuracy"] == first[-1]["best_test_accuracy"]
     with pytest.warns(RuntimeWarning):
-        assert store.done_keys() == {c.key for c in cells}
+        assert store.done_keys() == {r["key"] for r in first}
 
 
 def test_records_hold_the_configuration(tmp_path):
-    cell = _tiny_cells()[0]
     store = ResultStore(tmp_path / "r.jsonl")
-    run_cells([cell], store, progress=False)
+    grid = Grid(d=8, L=2, gamma=0.1, seed=[3], width=16, steps=20, eval_every=10, n_test=64)
+    run(grid, "mlp", store, "serial", progress=False)
     rec, = store.load()
-    for name in ("d", "L", "gamma", "seed", "width", "steps", "batch_size", "eval_every",
-                 "n_test", "init", "sigma2"):
-        assert rec[name] == getattr(cell, name)
-    assert rec["task_seed"] == cell.task_seed and rec["key"] == cell.key
+    settings = grid.cells()[0][1]
+    for name, value in settings.items():
+        assert rec[name] == value and rec["settings"][name] == value
+    assert rec["coords"] == {"seed": 3} and rec["predictor"] == "mlp"
+    assert rec["task_seed"] == rec["settings"]["task_seed"]
     for name in ("version", "backend", "dtype", "path", "wall_time", "best_test_accuracy",
-                 "final_test_accuracy", "history", "finished_at"):
+                 "final_test_accuracy", "history", "finished_at", "key"):
         assert name in rec
 
 
-def test_load_frame(tmp_path):
+def test_load_frame_and_xarray(tmp_path):
     store = ResultStore(tmp_path / "r.jsonl")
-    store.write({"key": "a", "acc": 0.5})
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pip install pandas"):
-            load_frame(store.path)
-    else:
-        frame = load_frame(store.path)
-        assert list(frame["key"]) == ["a"] and list(frame["acc"]) == [0.5]
+    run(Grid(L=[2, 3, 5]), "theory", store, "serial", progress=False)
+    frame = load(store)
+    assert list(frame["L"]) == [2, 3, 5] and frame["test_accuracy"].iloc[0] == 0.75
+    ds = load(store.path, xarray=True)
+    assert list(ds["L"].values) == [2, 3, 5]
+    assert float(ds["test_accuracy"].sel(L=2)) == 0.75
+    with pytest.raises(ValueError, match="bound to a grid"):
+        bare = ResultStore(tmp_path / "bare.jsonl")
+        bare.write({"key": "a", "acc": 0.5})
+        load(bare, xarray=True)

@@ -1,0 +1,139 @@
+"""Reproduce a figure of the paper: run its preset through the scan API, draw it, tabulate it.
+
+``reproduce(figure)`` runs every part of the figure's preset with
+``fastsd.scan.run`` into ``<out>/<name>.jsonl`` (resuming: finished cells are
+skipped), draws ``<out>/<name>.png`` and ``.svg`` with ``fastsd.plots`` and
+returns the table the ``fastsd reproduce`` command prints.
+"""
+import json
+import os
+
+from ._validation import check_choice
+from .presets import FIGURES, MAX_MARGIN, get_preset
+
+
+def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
+    """Run every part of ``preset`` into ``out``; return its records by predictor.
+
+    Returns
+    -------
+    records : dict of str to list of dict
+        The first stored record of each of the preset's cells, per predictor.
+    stores : list of str
+        The store paths.
+    """
+    from .scan import get_predictor, run
+    from .store import ResultStore
+
+    records, stores = {}, []
+    for predictor, grid in preset.parts:
+        store = ResultStore(os.path.join(out, preset.store_name(predictor) + ".jsonl"))
+        run(grid, predictor, store, executor, backend=backend, progress=progress)
+        pred = get_predictor(predictor)
+        keys = {pred.key(pred.prepare(s)) for _, s in grid.cells()}
+        first = {}
+        for r in store.load():
+            if r.get("key") in keys:
+                first.setdefault(r["key"], r)
+        records.setdefault(predictor, []).extend(first.values())
+        stores.append(store.path)
+    return records, stores
+
+
+def _max_margin(name, out):
+    from .plots import plot_max_margin
+    from .tasks import SameDifferent
+    from .theory import max_margin, max_margin_ideal
+
+    cfg = MAX_MARGIN[name]
+    rows = []
+    for L in cfg["Ls"]:
+        task = SameDifferent(cfg["d"], L, seed=L)
+        for P in cfg["Ps"]:
+            r = max_margin(task, P, seed=P)
+            rows.append({"d": cfg["d"], "L": L, "P": P,
+                         "top_alignment": r["top"]["alignment"],
+                         "bottom_alignment": r["bottom"]["alignment"],
+                         "relative_distance": r["relative_distance"]})
+    prefix = os.path.join(out, name)
+    title = f"Fig. C1: max-margin matrix, d = {cfg['d']}, L = {L}, P = {P}"
+    figures = plot_max_margin(r["matrix"], max_margin_ideal(cfg["d"]), prefix, title=title)
+    with open(prefix + ".json", "w", encoding="utf-8") as fh:
+        json.dump(rows, fh, indent=1)
+    lines = [f"{'d':>4} {'L':>6} {'P':>7} {'top':>8} {'bottom':>8} {'distance':>9}"]
+    for w in rows:
+        lines.append(f"{w['d']:>4} {w['L']:>6} {w['P']:>7} {w['top_alignment']:>+8.4f} "
+                     f"{w['bottom_alignment']:>+8.4f} {w['relative_distance']:>9.4f}")
+    return {"figure": name, "title": "Fig. C1: max-margin matrix and its limit (Theorem 1)",
+            "heading": "alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the "
+                       "max-margin matrix, and its relative Frobenius distance to the limit",
+            "table": "\n".join(lines), "summary": {"rows": rows},
+            "results": [prefix + ".json"], "figures": figures}
+
+
+def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
+              executor=None):
+    """Run, draw and tabulate one figure of the paper.
+
+    Parameters
+    ----------
+    figure : str
+        One of ``fastsd.presets.FIGURES``.
+    quick : bool, default False
+        Use the figure's reduced grid (minutes on a laptop).
+    out : str or os.PathLike, default "results"
+        Folder of the stores and figures; created if missing.
+    progress : bool, default True
+    backend : {"auto", "numpy", "cpu", "cuda"}
+    executor : optional
+        As in ``fastsd.scan.run``.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``figure`` (the preset name), ``title``, ``heading`` and
+        ``table`` (the text the CLI prints), ``summary`` (the table as data),
+        ``results`` (store paths) and ``figures`` (image paths).
+
+    Raises
+    ------
+    ValueError
+        For an unknown figure, or (from ``fastsd.scan.run``) a store of a
+        different grid.
+    OSError
+        When ``out`` cannot be created.
+    fastsd.scan.ScanError
+        When some cells failed; the finished ones are saved.
+    """
+    from . import plots
+    from .scan import (format_activation_table, format_table, summarize,
+                       summarize_activation)
+
+    check_choice("figure", figure, FIGURES)
+    out = os.fspath(out)
+    os.makedirs(out, exist_ok=True)     # fail on a bad folder before any training
+    if figure == "figC1":
+        return _max_margin("figC1-quick" if quick else "figC1", out)
+    preset = get_preset(figure, quick=quick)
+    records, stores = run_preset(preset, out, progress=progress, backend=backend,
+                                 executor=executor)
+    mlp = records["mlp"]
+    prefix = os.path.join(out, preset.name)
+    if preset.axis == "gamma":
+        figures = plots.plot_activation_change(mlp, prefix, title=preset.title)
+        summary = summarize_activation(mlp)
+        heading = "mean activation change |w(T).x - w(0).x| / |w(0).x| over seeds (App. F)"
+        table = format_activation_table(summary)
+    elif preset.axis == "heatmap":
+        figures = plots.plot_heatmap(mlp, prefix, title=preset.title)
+        summary = summarize(mlp, "L", columns="d")
+        heading = "mean best test accuracy over seeds, rows L, columns d"
+        table = format_table(summary)
+    else:
+        plot = plots.plot_accuracy_vs_L if preset.axis == "L" else plots.plot_accuracy_vs_d
+        figures = plot(mlp, prefix, title=preset.title)
+        summary = summarize(mlp, preset.axis)
+        heading = "mean best test accuracy over seeds; Eq.3 = rich-regime theory"
+        table = format_table(summary)
+    return {"figure": preset.name, "title": preset.title, "heading": heading, "table": table,
+            "summary": summary, "results": stores, "figures": figures}

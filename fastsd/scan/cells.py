@@ -1,0 +1,143 @@
+"""The MLP predictor's cell: one training run of the same-different task.
+
+``Cell`` validates and completes the settings of one "mlp" scan cell;
+``lazy_gamma`` and the ``gamma_*`` helpers name the paper's "gamma ~ 0"
+(1e-5/sqrt(d)) consistently in keys, tables and legends.
+"""
+import math
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .._validation import check_choice, check_float, check_int
+
+#: gamma * sqrt(d) of the paper's "gamma ~ 0" (lazy) models: gamma = 1e-5/sqrt(d).
+LAZY_GAMMA_SQRT_D = 1e-5
+
+
+def settings_key(settings):
+    """Return the stable key of a scan cell: ``name=repr(value)`` pairs sorted by name."""
+    return ",".join(f"{k}={settings[k]!r}" for k in sorted(settings))
+
+
+def lazy_gamma(d):
+    """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2, App. G.1)."""
+    return LAZY_GAMMA_SQRT_D / math.sqrt(d)
+
+
+def derive_task_seed(seed, L, d):
+    """Return the seed of a cell's training symbols, derived from (seed, L, d).
+
+    Cells that differ only in gamma share their symbols, and a rerun draws the
+    same symbols; the symbols do not share a stream with the model, whose seed
+    is ``seed`` itself.
+
+    Parameters
+    ----------
+    seed, L, d : int
+
+    Returns
+    -------
+    int
+        A non-negative 63-bit integer.
+    """
+    state = np.random.SeedSequence([seed, L, d]).generate_state(1, np.uint64)[0]
+    return int(state >> np.uint64(1))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run: a ``SameDifferent`` task and an MLP trained on it.
+
+    Parameters
+    ----------
+    d, L : int
+        Symbol dimension and number of training symbols.
+    gamma : float
+        Richness (Eq. 1).
+    seed : int
+        Model seed (initialisation, batches, test sets).
+    width, steps : int
+        Hidden units m and SGD steps.
+    sigma2 : float, default 0.0
+        Input noise variance.
+    batch_size, eval_every, n_test : int
+        As in ``fastsd.train``.
+    alpha0 : float, optional
+        Base learning rate; None for the task's default (0.1).
+    init : {"normal", "truncated"}
+    task_seed : int, optional
+        Seed of the training symbols; None derives it from (seed, L, d) with
+        ``derive_task_seed``.
+    root_d : bool, default True
+        Keep the 1/sqrt(d) output prefactor (see ``SameDifferent``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        When a field is out of range or of the wrong type.
+    """
+
+    d: int
+    L: int
+    gamma: float
+    seed: int
+    width: int
+    steps: int
+    sigma2: float = 0.0
+    batch_size: int = 128
+    eval_every: int = 1000
+    n_test: int = 1024
+    alpha0: float = None
+    init: str = "normal"
+    task_seed: int = None
+    root_d: bool = True
+
+    def __post_init__(self):
+        ints = {"d": 1, "L": 2, "seed": 0, "width": 1, "steps": 1, "batch_size": 1,
+                "eval_every": 1, "n_test": 1}
+        for name, minimum in ints.items():
+            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
+        object.__setattr__(self, "gamma", check_float("gamma", self.gamma, positive=True))
+        object.__setattr__(self, "sigma2", check_float("sigma2", self.sigma2, nonnegative=True))
+        if self.alpha0 is not None:
+            object.__setattr__(self, "alpha0", check_float("alpha0", self.alpha0, positive=True))
+        check_choice("init", self.init, ("normal", "truncated"))
+        check_choice("root_d", self.root_d, (True, False))
+        task_seed = (derive_task_seed(self.seed, self.L, self.d) if self.task_seed is None
+                     else check_int("task_seed", self.task_seed, 0))
+        object.__setattr__(self, "task_seed", task_seed)
+
+    @property
+    def key(self):
+        """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name."""
+        return settings_key(asdict(self))
+
+    def ensemble_key(self):
+        """Return the fields an ensemble shares: all but gamma, seed and task_seed.
+
+        Cells with equal ensemble keys train together in one
+        ``train_ensemble`` call (same d, L, width, steps, ...).
+        """
+        return tuple(getattr(self, f.name) for f in fields(self)
+                     if f.name not in ("gamma", "seed", "task_seed"))
+
+
+
+def gamma_group(gamma, d):
+    """Return the column a model belongs to: 0.0 for the lazy gamma = 1e-5/sqrt(d), else gamma.
+
+    The lazy gamma depends on d, so grouping by the raw value would split
+    Fig. 1f's lazy curve into one point per d.
+    """
+    return 0.0 if math.isclose(gamma * math.sqrt(d), LAZY_GAMMA_SQRT_D, rel_tol=1e-9) else gamma
+
+
+def gamma_label(group):
+    """Legend label of a gamma group, e.g. "γ≈0 (1e-5/√d)" or "γ = 0.1"."""
+    return "γ≈0 (1e-5/√d)" if group == 0.0 else f"γ = {group:.3g}"
+
+
+def gamma_name(group):
+    """ASCII column name of a gamma group, e.g. "gamma~0" or "gamma=0.1"."""
+    return "gamma~0" if group == 0.0 else f"gamma={group:.3g}"

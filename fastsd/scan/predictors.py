@@ -1,0 +1,199 @@
+"""What a scan cell can ask: one predictor per way of computing test accuracy.
+
+A predictor turns the settings of a cell into a record. It has three jobs:
+
+- ``prepare(settings)`` validates one cell's settings and fills in the
+  defaults, before anything runs (an unknown setting, a missing one or a value
+  out of range raises here);
+- ``group_key(settings)`` says which cells can share one call (the "mlp"
+  predictor trains every cell with the same d, L, width, steps, ... as one
+  lockstep ensemble);
+- ``run_group(settings_list, backend, dtype)`` computes the records of a
+  group. It runs in a worker process, so it must be a plain function of its
+  arguments.
+
+``PREDICTORS`` maps the names that ``fastsd.scan.run`` accepts to them.
+"""
+import time
+from dataclasses import asdict, fields
+
+from .._validation import check_choice, check_int
+from .cells import Cell, lazy_gamma, settings_key
+
+
+class Predictor:
+    """Base class: single-cell groups, settings checked against ``required`` and ``defaults``."""
+
+    #: Name used by ``fastsd.scan.run``.
+    name = None
+    #: Settings every cell must give.
+    required = ()
+    #: Optional settings and their defaults.
+    defaults = {}
+
+    def prepare(self, settings):
+        """Return the cell's complete settings, validated.
+
+        Raises
+        ------
+        ValueError
+            For an unknown or missing setting, or a value out of range.
+        TypeError
+            For a value of the wrong type.
+        """
+        known = set(self.required) | set(self.defaults)
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ValueError(f"`{unknown[0]}` is not a setting of predictor {self.name!r}; "
+                             f"valid settings: {', '.join(sorted(known))}.")
+        missing = [k for k in self.required if k not in settings]
+        if missing:
+            raise ValueError(f"`{missing[0]}` must be given for predictor {self.name!r} "
+                             f"(as an axis or a fixed setting); got settings "
+                             f"{', '.join(sorted(settings))}.")
+        return self.validate({**self.defaults, **settings})
+
+    def validate(self, settings):
+        """Check and normalise complete settings; return them (override per predictor)."""
+        return settings
+
+    def key(self, settings):
+        """Return the stable key of a prepared cell."""
+        return settings_key(settings)
+
+    def group_key(self, settings):
+        """Return the key of the group the cell runs in (default: its own key)."""
+        return self.key(settings)
+
+    def run_group(self, group, backend="auto", dtype=None):
+        """Return one record (a JSON-ready dict) per prepared cell in ``group``."""
+        raise NotImplementedError
+
+
+class MLPPredictor(Predictor):
+    """Finite-width centered ReLU MLPs trained with SGD (Sec. 2): ``fastsd.train_ensemble``.
+
+    Settings are the fields of ``fastsd.scan.Cell``; ``gamma="lazy"`` is the
+    paper's gamma = 1e-5/sqrt(d). Cells sharing ``Cell.ensemble_key`` (all but
+    gamma and the seeds) train as one lockstep ensemble.
+    """
+
+    name = "mlp"
+    required = ("d", "L", "gamma", "seed", "width", "steps")
+    defaults = {f.name: f.default for f in fields(Cell)
+                if f.name not in ("d", "L", "gamma", "seed", "width", "steps")}
+
+    def validate(self, settings):
+        if settings["gamma"] == "lazy":
+            d = check_int("d", settings["d"], 1)
+            settings = {**settings, "gamma": lazy_gamma(d)}
+        return asdict(Cell(**settings))
+
+    def key(self, settings):
+        return Cell(**settings).key
+
+    def group_key(self, settings):
+        return Cell(**settings).ensemble_key()
+
+    def run_group(self, group, backend="auto", dtype=None):
+        return train_cells([Cell(**s) for s in group], backend=backend, dtype=dtype)
+
+
+class TheoryPredictor(Predictor):
+    """The rich-regime closed form of the test accuracy on unseen symbols (Eq. 3)."""
+
+    name = "theory"
+    required = ("L",)
+
+    def validate(self, settings):
+        return {"L": check_int("L", settings["L"], 2)}
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from .. import __version__
+        from ..theory import rich_test_accuracy
+
+        start = time.perf_counter()
+        out = []
+        for s in group:
+            out.append(dict(s, test_accuracy=float(rich_test_accuracy(s["L"])),
+                            version=__version__, backend="numpy", dtype="float64", seed=None,
+                            wall_time=time.perf_counter() - start))
+        return out
+
+
+def cell_record(cell, result, task):
+    """Return the stored record of a trained MLP cell.
+
+    Parameters
+    ----------
+    cell : fastsd.scan.Cell
+    result : fastsd.TrainResult
+    task : SameDifferent
+        The cell's task; its fresh test pairs measure the activation change.
+
+    Returns
+    -------
+    dict
+        ``result.to_record()`` (configuration, package version, backend,
+        dtype, path, seed, accuracies, wall time and the per-evaluation
+        history) plus ``task_seed``, ``root_d`` and ``activation_change``
+        (App. F, on ``n_test`` fresh pairs).
+    """
+    from ..analysis import activation_change
+
+    x, _ = task.sample_test(cell.n_test, seed=cell.task_seed)
+    record = result.to_record()
+    record.update(task_seed=cell.task_seed, root_d=cell.root_d,
+                  activation_change=activation_change(result, x))
+    return record
+
+
+def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
+    """Train cells that share their ensemble key in one lockstep ensemble.
+
+    Parameters
+    ----------
+    cells : sequence of fastsd.scan.Cell
+        All with the same ``ensemble_key()``.
+    backend, dtype, path : optional
+        As in ``fastsd.train``.
+
+    Returns
+    -------
+    list of dict
+        One record per cell (see ``cell_record``), in order.
+
+    Raises
+    ------
+    ValueError
+        When the cells do not share their ensemble key.
+    """
+    from ..mlp import train_ensemble
+    from ..tasks import SameDifferent
+
+    if len({c.ensemble_key() for c in cells}) != 1:
+        raise ValueError("`cells` must share d, L, width, steps and the other non-gamma, "
+                         "non-seed settings to train as one ensemble.")
+    c0 = cells[0]
+    tasks = [SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
+             for c in cells]
+    results = train_ensemble(
+        tasks, [c.gamma for c in cells], [c.seed for c in cells], width=c0.width,
+        steps=c0.steps, batch_size=c0.batch_size, alpha0=c0.alpha0, eval_every=c0.eval_every,
+        n_test=c0.n_test, backend=backend, dtype=dtype, path=path, init=c0.init)
+    return [cell_record(c, r, task) for c, r, task in zip(cells, results, tasks)]
+
+
+#: The predictors ``fastsd.scan.run`` accepts, by name.
+PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor())}
+
+
+def get_predictor(name):
+    """Return the predictor called ``name``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name.
+    """
+    return PREDICTORS[check_choice("predictor", name, tuple(PREDICTORS))]

@@ -1,0 +1,218 @@
+"""Run a grid through a predictor into a resumable store, and load the results."""
+import time
+
+from .._dispatch import BACKENDS
+from .._validation import check_choice, check_int
+from ..store import ResultStore
+from .executors import submit_groups
+from .grid import Grid
+from .predictors import get_predictor
+
+#: Record fields that describe a run rather than its result, left out of xarray variables.
+_META = ("key", "predictor", "coords", "settings", "history", "finished_at", "version",
+         "backend", "dtype", "path", "task", "init")
+
+
+class ScanError(RuntimeError):
+    """Some cells of a scan failed; the finished ones are in the store."""
+
+
+def _as_store(store):
+    if isinstance(store, ResultStore):
+        return store
+    try:
+        return ResultStore(store)
+    except TypeError:
+        raise TypeError(f"`store` must be a path or a fastsd.ResultStore; got "
+                        f"{type(store).__name__} {store!r}.") from None
+
+
+def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, threads=None,
+        progress=True):
+    """Compute every cell of ``grid`` not yet in ``store``, writing each as it finishes.
+
+    All cells are validated before anything runs. Cells that can share one
+    call (for "mlp": the same d, L, width, steps, ...; every gamma and seed
+    then trains in one lockstep ensemble) form a group; the groups go to the
+    executor, and each finished group's records are appended to the store at
+    once, atomically. A scan killed at any point (even ``kill -9``) loses at
+    most the groups in flight; rerunning the same call computes only what is
+    missing.
+
+    Parameters
+    ----------
+    grid : Grid
+        The cells, e.g. ``Grid(gamma=[1.0, 0.1], L=[4, 8], seed=[0, 1], d=64,
+        width=256, steps=2000)``.
+    predictor : {"mlp", "theory"}
+        "mlp": finite networks trained with SGD (``fastsd.train_ensemble``,
+        Sec. 2); "theory": the rich-regime closed form (Eq. 3). See
+        ``fastsd.scan.PREDICTORS`` for each one's settings.
+    store : str, os.PathLike or fastsd.ResultStore
+        JSON Lines file of the records. It is bound to the grid's signature
+        (predictor, fixed settings, axis names) in a ``.grid.json`` file next
+        to it; a grid with the same signature may extend the axes.
+    executor : None, "serial", concurrent.futures.Executor or distributed.Client
+        None (default): local processes, at most one per core, each limited
+        to cores // workers threads. "serial": this process. An Executor or a
+        Dask client: each group is one task, limited to ``threads`` threads
+        (default 1).
+    backend : {"auto", "numpy", "cpu", "cuda"}
+    dtype : {None, "float32", "float64"}
+        As in ``fastsd.train``; None is the backend's default.
+    threads : int, optional
+        Threads per group (BLAS and Numba).
+    progress : bool, default True
+        A progress bar on stderr: cells done, cells per second, time left.
+
+    Returns
+    -------
+    list of dict
+        The records written by this call, in the order they finished. Each
+        holds the predictor's result and configuration (including the
+        package version, backend, dtype, seed and wall time), plus ``key``,
+        ``predictor``, ``coords`` (the cell's value on each axis),
+        ``settings`` (every setting, defaults included) and ``finished_at``
+        (UTC, ISO 8601).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Before anything runs: for a grid that is not a ``Grid``, an unknown
+        predictor, a setting the predictor does not know, a missing or
+        out-of-range value (the message names the cell), or a store that
+        belongs to a different grid.
+    ScanError
+        After the run, when some groups failed (or a worker process died);
+        the finished cells are saved and a rerun retries only the others.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from fastsd.scan import Grid, run
+    >>> grid = Grid(L=[2, 3, 4])
+    >>> path = os.path.join(tempfile.mkdtemp(), "eq3.jsonl")
+    >>> [round(r["test_accuracy"], 3) for r in run(grid, "theory", path, "serial",
+    ...                                          progress=False)]
+    [0.75, 0.908, 0.949]
+    """
+    from tqdm.auto import tqdm
+
+    if not isinstance(grid, Grid):
+        raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
+    pred = get_predictor(predictor)
+    check_choice("backend", backend, BACKENDS)
+    check_choice("dtype", dtype, (None, "float32", "float64"))
+    if threads is not None:
+        threads = check_int("threads", threads, 1)
+    store = _as_store(store)
+
+    cells = {}
+    for coords, settings in grid.cells():
+        try:
+            prepared = pred.prepare(settings)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"{exc} (in the cell {coords})") from None
+        cells.setdefault(pred.key(prepared), (coords, prepared))
+    store.bind(grid.signature(pred.name))
+
+    done = store.done_keys()
+    groups = {}
+    for key, (coords, prepared) in cells.items():
+        if key not in done:
+            groups.setdefault(pred.group_key(prepared), []).append((key, coords, prepared))
+    groups = list(groups.values())
+    jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
+    n_done = len(cells) - sum(len(g) for g in groups)
+
+    written, failed = [], []
+    with tqdm(total=len(cells), initial=n_done, unit="cell", desc=f"{pred.name} cells",
+              disable=not progress, dynamic_ncols=True) as bar:
+        for i, records, error in submit_groups(executor, jobs, threads):
+            if error is not None:
+                failed.append((groups[i], error))
+            else:
+                for (key, coords, prepared), record in zip(groups[i], records):
+                    record = dict(record, key=key, predictor=pred.name, coords=coords,
+                                  settings=prepared,
+                                  finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                            time.gmtime()))
+                    store.write(record)
+                    written.append(record)
+            bar.update(len(groups[i]))
+    if failed:
+        n_failed = sum(len(g) for g, _ in failed)
+        group, error = failed[0]
+        raise ScanError(
+            f"{n_failed} of {len(cells)} cells failed; the {n_done + len(written)} finished "
+            f"cells are saved in {store.path}, and rerunning retries only the others. First "
+            f"failure, in the cell {group[0][1]}: {_describe(error)}") from error
+    return written
+
+
+def _describe(error):
+    from concurrent.futures.process import BrokenProcessPool
+
+    if isinstance(error, BrokenProcessPool):
+        return "a worker process died (killed, or out of memory)"
+    return f"{type(error).__name__}: {error}"
+
+
+def load(store, *, xarray=False):
+    """Load a scan's records as a pandas DataFrame or an xarray Dataset.
+
+    Parameters
+    ----------
+    store : str, os.PathLike or fastsd.ResultStore
+    xarray : bool, default False
+        Return an ``xarray.Dataset`` whose dimensions are the grid's axes and
+        whose variables are the numeric results (fixed settings go to
+        ``attrs``). On the gamma axis, the lazy gamma ("lazy",
+        1e-5/sqrt(d)) is the coordinate 0.0.
+
+    Returns
+    -------
+    pandas.DataFrame or xarray.Dataset
+        The DataFrame has one row per cell (the first record of each key) and
+        one column per record field.
+
+    Raises
+    ------
+    ImportError
+        When pandas (or, with ``xarray=True``, xarray) is not installed.
+    ValueError
+        With ``xarray=True``, for a store not bound to a grid.
+    """
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ImportError("fastsd.scan.load needs pandas; fix: pip install fastsd[analysis] "
+                          "(or use ResultStore(path).load() for a list of dicts)") from exc
+    store = _as_store(store)
+    first = {}
+    for record in store.load():
+        first.setdefault(record.get("key"), record)
+    frame = pd.DataFrame(list(first.values()))
+    if not xarray:
+        return frame
+    try:
+        import xarray as xr  # noqa: F401  (needed by DataFrame.to_xarray)
+    except ImportError as exc:
+        raise ImportError("fastsd.scan.load(..., xarray=True) needs xarray; fix: "
+                          "pip install fastsd[analysis]") from exc
+    signature = store.grid_signature()
+    if signature is None:
+        raise ValueError(f"`store` {store.path} must be bound to a grid (written by "
+                         "fastsd.scan.run) to load as xarray; it has no .grid.json.")
+    axes = signature["axes"]
+    variables = [c for c in frame.columns if c not in _META and c not in axes
+                 and c not in signature["fixed"]
+                 and frame[c].map(lambda v: isinstance(v, (int, float, bool))).all()]
+    table = frame[variables].copy()
+    for axis in axes:
+        table[axis] = [0.0 if (axis == "gamma" and c[axis] == "lazy") else c[axis]
+                       for c in frame["coords"]]
+    ds = table.set_index(axes).to_xarray()
+    ds.attrs.update({k: v for k, v in signature["fixed"].items() if v is not None},
+                    predictor=signature["predictor"])
+    return ds

@@ -1,0 +1,118 @@
+"""Summaries of MLP scan records as the tables the CLI prints."""
+from collections import defaultdict
+
+import numpy as np
+
+from .cells import gamma_group, gamma_name
+
+
+def summarize(records, axis, columns="gamma"):
+    """Mean best test accuracy per (axis value, column), with the Eq. 3 prediction.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Records of the "mlp" predictor (``d``, ``L``, ``gamma``,
+        ``best_test_accuracy``).
+    axis : {"L", "d"}
+        The table's rows.
+    columns : {"gamma", "d"}, default "gamma"
+        The table's columns: gamma groups (gamma 0.0 for the lazy
+        1e-5/sqrt(d)), or d (the heatmaps of Fig. 1b/1e).
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``axis``; ``columns``, in increasing order, each
+        ``{"name", <columns>: value}``; and ``rows``, one per axis value in
+        increasing order, each ``{axis: value, "L": L, "eq3": Eq. 3 at that
+        row's L, "mean": {name: mean}, "std": {name: std}, "n": {name: seeds}}``.
+        Cells with no record are absent from ``mean``, ``std`` and ``n``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown axis or columns, or a row mixing several L (axis "d").
+    """
+    from ..theory import rich_test_accuracy
+
+    if axis not in ("L", "d"):
+        raise ValueError(f"`axis` must be one of 'L', 'd'; got {axis!r}.")
+    if columns not in ("gamma", "d") or columns == axis:
+        raise ValueError(f"`columns` must be 'gamma' or 'd' (not the rows, {axis!r}); "
+                         f"got {columns!r}.")
+    if columns == "gamma":
+        column_of, name_of = (lambda r: gamma_group(r["gamma"], r["d"])), gamma_name
+    else:
+        column_of, name_of = (lambda r: r[columns]), (lambda v: f"{columns}={v}")
+    acc = defaultdict(list)
+    Ls = defaultdict(set)
+    for r in records:
+        acc[r[axis], column_of(r)].append(r["best_test_accuracy"])
+        Ls[r[axis]].add(r["L"])
+    groups = sorted({g for _, g in acc})
+    rows = []
+    for value in sorted(Ls):
+        if len(Ls[value]) != 1:
+            raise ValueError(f"`records` must have one L per {axis} = {value} to compare with "
+                             f"Eq. 3; got L in {sorted(Ls[value])}.")
+        L = Ls[value].pop()
+        row = {axis: value, "L": L, "eq3": float(rich_test_accuracy(L)),
+               "mean": {}, "std": {}, "n": {}}
+        for g in groups:
+            a = acc.get((value, g))
+            if a:
+                name = name_of(g)
+                row["mean"][name] = float(np.mean(a))
+                row["std"][name] = float(np.std(a))
+                row["n"][name] = len(a)
+        rows.append(row)
+    return {"axis": axis, "columns": [{"name": name_of(g), columns: g} for g in groups],
+            "rows": rows}
+
+
+def format_table(summary):
+    """Render ``summarize``'s output as a fixed-width text table ("-" for missing cells)."""
+    axis = summary["axis"]
+    names = [c["name"] for c in summary["columns"]]
+    width = max([9] + [len(n) for n in names])
+    lines = [f"{axis:>6}" + "".join(f"{n:>{width + 2}}" for n in names) + f"{'Eq.3':>8}"]
+    for row in summary["rows"]:
+        cells = "".join(f"{row['mean'][n]:>{width + 2}.3f}" if n in row["mean"]
+                        else f"{'-':>{width + 2}}" for n in names)
+        lines.append(f"{row[axis]:>6}{cells}{row['eq3']:>8.3f}")
+    return "\n".join(lines)
+
+
+def summarize_activation(records):
+    """Mean activation change per (gamma, d, root_d), for Fig. F1.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``columns``, names like "d=128" or "d=128 no-sqrt-d" in
+        (root_d, d) order; ``rows``, one per gamma in increasing order, each
+        ``{"gamma": gamma, "mean": {name: mean over seeds}}``.
+    """
+    vals = defaultdict(list)
+    for r in records:
+        name = f"d={r['d']}" + ("" if r.get("root_d", True) else " no-sqrt-d")
+        vals[r["gamma"], (not r.get("root_d", True), r["d"]), name].append(r["activation_change"])
+    columns = [n for _, n in sorted({(c, n) for _, c, n in vals})]
+    rows = []
+    for g in sorted({g for g, _, _ in vals}):
+        rows.append({"gamma": g, "mean": {n: float(np.mean(v)) for (gg, _, n), v in vals.items()
+                                          if gg == g}})
+    return {"columns": columns, "rows": rows}
+
+
+def format_activation_table(summary):
+    """Render ``summarize_activation``'s output as a fixed-width text table."""
+    names = summary["columns"]
+    width = max(len(n) for n in names) + 2
+    lines = [f"{'gamma':>8}" + "".join(f"{n:>{width}}" for n in names)]
+    for row in summary["rows"]:
+        lines.append(f"{row['gamma']:>8.0e}" + "".join(
+            f"{row['mean'][n]:>{width}.3g}" if n in row["mean"] else f"{'-':>{width}}"
+            for n in names))
+    return "\n".join(lines)
