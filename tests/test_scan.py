@@ -1,0 +1,201 @@
+"""Scans: grid validation, executors (processes, any Executor, Dask), kill and resume."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import fastsd.scan.predictors
+from fastsd.scan import Grid, ScanError, load, run
+from fastsd.store import ResultStore
+
+TIMING = ("wall_time", "finished_at")
+TINY = dict(d=8, width=16, eval_every=10, n_test=64)
+
+
+def _records(path):
+    """Records of a store by key, without the timing fields; every line must parse."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    records = [json.loads(line) for line in lines]
+    keys = [r["key"] for r in records]
+    assert len(keys) == len(set(keys)), "a cell was stored twice"
+    return {r["key"]: {k: v for k, v in r.items() if k not in TIMING} for r in records}
+
+
+# ---------------------------------------------------------------- the grid
+
+
+def test_grid_axes_fixed_settings_and_order():
+    g = Grid(gamma=[1.0, "lazy"], L=range(2, 4), seed=np.arange(2), d=64, width=256)
+    assert g.axes == {"gamma": (1.0, "lazy"), "L": (2, 3), "seed": (0, 1)}
+    assert g.fixed == {"d": 64, "width": 256} and len(g) == 8
+    coords = [c for c, _ in g.cells()]
+    assert coords[0] == {"gamma": 1.0, "L": 2, "seed": 0}
+    assert coords[1] == {"gamma": 1.0, "L": 2, "seed": 1}          # last axis fastest
+    assert all(type(c["seed"]) is int for c in coords)            # numpy ints made plain
+    assert g == Grid(gamma=[1.0, "lazy"], L=[2, 3], seed=[0, 1], d=64, width=256)
+
+
+@pytest.mark.parametrize("settings, exc, match", [
+    ({}, ValueError, "at least one setting"),
+    ({"L": []}, ValueError, "axis `L` must have at least one value; got an empty list"),
+    ({"L": [2, 2]}, ValueError, "axis `L` must not repeat a value; got 2"),
+    ({"L": [[2, 3]]}, TypeError, "`L` must be a number"),
+    ({"gamma": float("nan")}, ValueError, "`gamma` must be finite"),
+    ({"L": np.ones((2, 2))}, ValueError, "must be 1-d"),
+])
+def test_bad_grids_are_rejected(settings, exc, match):
+    with pytest.raises(exc, match=match):
+        Grid(**settings)
+
+
+@pytest.mark.parametrize("grid, predictor, exc, match", [
+    (Grid(L=[2, 3], gamma=1.0, seed=0, d=8, width=16, steps=10, depth=[2]), "mlp", ValueError,
+     r"`depth` is not a setting of predictor 'mlp'; valid settings: .*width"),
+    (Grid(L=[2, 3], gamma=1.0, seed=0, d=8, steps=10), "mlp", ValueError,
+     r"`width` must be given for predictor 'mlp'"),
+    (Grid(L=[2, 1], gamma=1.0, seed=0, d=8, width=16, steps=10), "mlp", ValueError,
+     r"`L` must be an integer >= 2; got 1\. \(in the cell \{'L': 1\}\)"),
+    (Grid(L=[4], gamma=[1.0, -0.5], seed=0, d=8, width=16, steps=10), "mlp", ValueError,
+     r"`gamma` must be a finite number > 0; got -0\.5"),
+    (Grid(L=[4], gamma=[1.0], seed=0, d=8, width=16, steps=2.5), "mlp", TypeError,
+     r"`steps` must be an integer"),
+    (Grid(L=[2, 3]), "walkerz", ValueError, r"`predictor` must be one of 'mlp'"),
+    (Grid(L=[1, 2]), "theory", ValueError, r"`L` must be an integer >= 2; got 1"),
+])
+def test_bad_cells_fail_before_anything_runs(tmp_path, grid, predictor, exc, match):
+    path = tmp_path / "s.jsonl"
+    with pytest.raises(exc, match=match):
+        run(grid, predictor, path, "serial", progress=False)
+    assert not path.exists() and not os.path.exists(str(path) + ".grid.json")
+
+
+def test_a_store_of_another_grid_is_refused_but_axes_may_grow(tmp_path):
+    path = tmp_path / "s.jsonl"
+    small = Grid(L=[2], gamma=[1.0], seed=[0], steps=10, **TINY)
+    run(small, "mlp", path, "serial", backend="numpy", progress=False)
+    wider = Grid(L=[2, 3], gamma=[1.0], seed=[0, 1], steps=10, **TINY)
+    assert len(run(wider, "mlp", path, "serial", backend="numpy", progress=False)) == 3
+    other = Grid(L=[2], gamma=[1.0], seed=[0], steps=20, **TINY)
+    with pytest.raises(ValueError, match=r"belongs to a different grid \(fixed setting "
+                                         r"`steps`: stored 10, this grid 20\)"):
+        run(other, "mlp", path, "serial", progress=False)
+    with pytest.raises(ValueError, match=r"different grid \(predictor: stored 'mlp'"):
+        run(Grid(L=[2]), "theory", path, "serial", progress=False)
+    with pytest.raises(ValueError, match=r"different grid \(axes"):
+        run(Grid(L=2, gamma=[1.0], seed=[0], steps=10, **TINY), "mlp", path, "serial")
+
+
+def test_other_bad_arguments(tmp_path):
+    with pytest.raises(TypeError, match="`grid` must be a fastsd.scan.Grid"):
+        run({"L": [2]}, "theory", tmp_path / "s.jsonl")
+    with pytest.raises(ValueError, match="`backend` must be one of"):
+        run(Grid(L=[2]), "theory", tmp_path / "s.jsonl", backend="tpu")
+    with pytest.raises(ValueError, match="`threads` must be an integer >= 1"):
+        run(Grid(L=[2]), "theory", tmp_path / "s.jsonl", threads=0)
+    with pytest.raises(TypeError, match="`store` must be a path"):
+        run(Grid(L=[2]), "theory", 3.5)
+
+
+# ---------------------------------------------------------------- running
+
+
+def test_lazy_gamma_is_resolved_per_d_and_loads_as_zero(tmp_path):
+    grid = Grid(d=[8, 32], gamma=["lazy", 1.0], L=2, seed=0, width=16, steps=10, eval_every=10,
+                n_test=64)
+    recs = run(grid, "mlp", tmp_path / "s.jsonl", "serial", backend="numpy", progress=False)
+    lazy = {r["d"]: r["gamma"] for r in recs if r["coords"]["gamma"] == "lazy"}
+    assert lazy == {8: pytest.approx(1e-5 / 8 ** 0.5), 32: pytest.approx(1e-5 / 32 ** 0.5)}
+    ds = load(tmp_path / "s.jsonl", xarray=True)
+    assert sorted(ds["gamma"].values) == [0.0, 1.0] and sorted(ds["d"].values) == [8, 32]
+    assert ds["best_test_accuracy"].shape == (2, 2)
+
+
+def test_a_failing_group_is_reported_and_the_others_are_saved(tmp_path, monkeypatch):
+    real = fastsd.scan.predictors.train_cells
+
+    def flaky(cells, **kwargs):
+        if cells[0].L == 3:
+            raise FloatingPointError("boom")
+        return real(cells, **kwargs)
+
+    monkeypatch.setattr(fastsd.scan.predictors, "train_cells", flaky)
+    grid = Grid(L=[2, 3, 4], gamma=[1.0], seed=[0], steps=10, **TINY)
+    with pytest.raises(ScanError, match=r"1 of 3 cells failed; the 2 finished cells are saved"
+                                        r".*'L': 3.*FloatingPointError: boom"):
+        run(grid, "mlp", tmp_path / "s.jsonl", "serial", backend="numpy", progress=False)
+    assert {r["L"] for r in ResultStore(tmp_path / "s.jsonl").load()} == {2, 4}
+    monkeypatch.setattr(fastsd.scan.predictors, "train_cells", real)
+    assert [r["L"] for r in run(grid, "mlp", tmp_path / "s.jsonl", "serial", backend="numpy",
+                                progress=False)] == [3]
+
+
+def test_a_thread_pool_gives_the_serial_records(tmp_path):
+    grid = Grid(L=[2, 3], gamma=[0.1, 1.0], seed=[0], steps=20, **TINY)
+    run(grid, "mlp", tmp_path / "a.jsonl", "serial", backend="numpy", progress=False)
+    with ThreadPoolExecutor(2) as pool:
+        run(grid, "mlp", tmp_path / "b.jsonl", pool, backend="numpy", progress=False)
+    assert _records(tmp_path / "a.jsonl") == _records(tmp_path / "b.jsonl")
+
+
+def test_local_processes_and_a_dask_cluster_give_identical_records(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    grid = Grid(L=[2, 3, 4], gamma=["lazy", 1.0], seed=[0, 1], steps=30, **TINY)
+    run(grid, "mlp", tmp_path / "local.jsonl", backend="cpu", progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        run(grid, "mlp", tmp_path / "dask.jsonl", client, backend="cpu", progress=False)
+    local, dask = _records(tmp_path / "local.jsonl"), _records(tmp_path / "dask.jsonl")
+    assert len(local) == len(grid) == 12 and local == dask
+
+
+_SCAN = textwrap.dedent("""
+    import sys
+    from fastsd.scan import Grid, run
+    if __name__ == "__main__":
+        grid = Grid(L=[2, 3, 4, 5, 6, 7], gamma=[1.0], seed=[0], d=8, width=16, steps=STEPS,
+                    eval_every=500, n_test=64)
+        run(grid, "mlp", sys.argv[1], backend="numpy", threads=1, progress=False)
+""")
+
+
+@pytest.mark.parametrize("victim", ["worker", "scan"])
+def test_sigkill_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path, victim):
+    psutil = pytest.importorskip("psutil")
+    script = tmp_path / "scan.py"
+    script.write_text(_SCAN.replace("STEPS", "2000"))
+    killed, clean = tmp_path / "killed.jsonl", tmp_path / "clean.jsonl"
+
+    log = open(tmp_path / "stderr.txt", "w+")
+    proc = subprocess.Popen([sys.executable, str(script), str(killed)], stdout=log, stderr=log,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (killed.exists() and killed.read_text().count("\n") >= 1):
+        assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
+        assert time.monotonic() < deadline, "the scan wrote nothing in 120 s"
+        time.sleep(0.05)
+    if victim == "worker":
+        workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                   if "resource_tracker" not in " ".join(p.cmdline())]
+        assert workers
+        os.kill(workers[0].pid, signal.SIGKILL)
+        assert proc.wait(timeout=120) == 1
+        assert "a worker process died" in (tmp_path / "stderr.txt").read_text()
+    else:                       # kill -9 the whole scan: its process and its workers
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=120) == -signal.SIGKILL
+    partial = _records(killed)
+    assert 1 <= len(partial) < 6
+
+    subprocess.run([sys.executable, str(script), str(killed)], check=True, timeout=300)
+    subprocess.run([sys.executable, str(script), str(clean)], check=True, timeout=300)
+    resumed = _records(killed)
+    assert len(resumed) == 6 and resumed == _records(clean)
+    assert all(resumed[k] == v for k, v in partial.items())
