@@ -15,20 +15,27 @@ import math
 
 import numpy as np
 import pytest
+import test_backends
 from scipy import stats
+from test_backends import (
+    assert_results_close,
+    assert_results_equal,
+    check_against_reference,
+    lazy_gamma,
+    reference_run,
+)
 
 from fastsd import SameDifferent, train, train_ensemble
 from fastsd._dispatch import cuda_simulator, cuda_unavailable_reason
 from fastsd.mlp import _reference as ref
-from test_backends import (assert_results_close, assert_results_equal, check_against_reference,
-                           lazy_gamma, reference_run, zero_preactivation_setup)
 
 if not cuda_simulator() and cuda_unavailable_reason(needs_cupy=True) is not None:
     pytest.skip("NUMBA_ENABLE_CUDASIM=0 and " + cuda_unavailable_reason(needs_cupy=True),
                 allow_module_level=True)
 
-from numba import cuda  # noqa: E402
-from fastsd.mlp import _cuda  # noqa: E402
+from numba import cuda
+
+from fastsd.mlp import _cuda
 
 TINY = dict(width=3, steps=4, batch_size=4, eval_every=2, n_test=8)
 
@@ -61,17 +68,9 @@ def test_ensemble_matches_reference(path, sigma2s, gammas, dtype):
 
 @pytest.mark.parametrize("engine", ["DenseEngine", "SymbolEngine"])
 def test_relu_derivative_at_zero_is_zero(engine):
-    task, p0 = zero_preactivation_setup()
-    pairs = task.draw_pairs(np.random.default_rng(0), (3, 8))
-    x_all = np.concatenate([task.symbols[pairs[0]], task.symbols[pairs[1]]], axis=-1)
-    assert np.all(x_all @ p0.w[0] == 0.0)
-    eng = getattr(_cuda, engine)([task], [p0], [0.8], [0.5], "float32")
-    eng.run([pairs], [np.random.default_rng(1)])
-    init, final = eng.params()
-    np.testing.assert_array_equal(final[0].w[0], p0.w[0])
-    assert final[0].a[0] == p0.a[0]
-    assert np.any(final[0].w[1:] != init[0].w[1:])
-    assert np.any(final[0].a[1:] != init[0].a[1:])
+    """The CPU engines' exact check (a unit whose preactivation is 0 on every pair never moves)."""
+    test_backends.test_relu_derivative_at_zero_is_zero_in_every_engine(
+        getattr(_cuda, engine), "float32")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -79,15 +78,14 @@ def test_relu_derivative_at_zero_is_zero(engine):
 def test_fused_kernels_exact_at_huge_logits(dtype, F):
     """f~ = +-F exactly: BCE is F or 0, sigmoid(f~) - y is exactly 0 or +-1."""
     k = _cuda.kernels(_cuda.SIM_THREADS, dtype)
-    B, m = 4, 2
+    # unit 0 (a0 = +1) carries F on rows with f~ = +F, unit 1 (a0 = -1) on the others
     fsign = np.array([1, -1, 1, -1])
+    B, m = fsign.size, 2
     y = np.array([[[0.0, 1.0, 1.0, 0.0]]])                   # (M, n, B)
-    h0 = np.zeros((1, B, m), dtype)
+    h0, da = np.zeros((1, B, m), dtype), np.zeros((1, m), dtype)
     dh = np.zeros((1, B, m), dtype)
-    for b in range(B):
-        dh[0, b, 0 if fsign[b] > 0 else 1] = F
+    dh[0, np.arange(B), (fsign < 0).astype(int)] = F
     a0 = np.array([[1.0, -1.0]], dtype)
-    da = np.zeros((1, m), dtype)
     scale, lr = np.array([1.0]), np.array([0.5])
     G = np.full((1, B, m), np.nan, dtype)
     ef = np.zeros((1, B))
@@ -236,6 +234,6 @@ def test_cupy_engine_state_stays_on_the_device():
                 backend="cpu").initial_params]
     eng = _cuda.DenseEngine([task], p0, [0.5], [0.1], "float32")
     assert isinstance(eng.dwT, cupy.ndarray) and isinstance(eng.da, cupy.ndarray)
-    loss, acc = eng.run([task.draw_pairs(np.random.default_rng(0), (5, 16))],
+    loss, _ = eng.run([task.draw_pairs(np.random.default_rng(0), (5, 16))],
                         [np.random.default_rng(1)])
     assert isinstance(loss, np.ndarray) and loss.shape == (1, 5)

@@ -81,7 +81,7 @@ def _device_view(xp):
     return cuda.as_cuda_array
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernels(threads, dtype):
     """Compile the kernels for ``threads`` threads per block and float ``dtype``.
 
