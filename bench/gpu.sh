@@ -19,6 +19,7 @@
 #   6. $OUT/gpu_summary.json: each step's exit status and time, what was missing, and the
 #      cuda-vs-cpu Fig. 1c table differences.
 set -u
+set -f   # no globbing: package names like numba-cuda[cu12] pass through as written
 cd "$(dirname "$0")/.." || exit 1
 REPO=$(pwd)
 OUT=${OUT:-$REPO/bench/out/gpu-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -73,8 +74,18 @@ try:
     if r["numba_cuda_gpu"]:
         r["numba_cuda_device"] = cuda.get_current_device().name.decode() \
             if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name
+    if r["numba_cuda_gpu"]:         # compiling needs NVVM and libdevice, not only a driver
+        import numpy as np
+
+        @cuda.jit
+        def probe(x):
+            x[cuda.grid(1)] += 1
+
+        a = np.zeros(4)
+        probe[1, 4](a)
+        r["numba_cuda_kernel_ok"] = bool((a == 1).all())
 except Exception as exc:
-    r["numba_cuda_gpu"] = False
+    r["numba_cuda_kernel_ok"] = False
     r["numba_cuda_error"] = f"{type(exc).__name__}: {exc}"
 try:
     import cupy
@@ -100,12 +111,12 @@ r = json.load(open(sys.argv[1]))
 m = []
 if r.get("cupy_devices", 0) < 1:
     m.append("cupy-cuda12x")
-if not r.get("numba_cuda_gpu"):
-    m.append("numba-cuda")
+if not r.get("numba_cuda_kernel_ok"):
+    m.append("numba-cuda[cu12]")
 print(" ".join(m))
 EOF
 }
-MISSING=$(missing 2>/dev/null || echo "cupy-cuda12x numba-cuda")
+MISSING=$(missing 2>/dev/null || echo "cupy-cuda12x numba-cuda[cu12]")
 
 # -- 2. install what is missing (offline wheels first) --------------------------------------
 if [ -n "$MISSING" ] && [ "${SKIP_INSTALL:-0}" != 1 ]; then
@@ -118,7 +129,7 @@ if [ -n "$MISSING" ] && [ "${SKIP_INSTALL:-0}" != 1 ]; then
     fi
     step install-index 45 "$OUT/install-index.log" "$PY" -m pip install $MISSING
     step env-after-install 60 "$OUT/gpu_env_after_install.log" "$PY" -c "$ENV_PY" "$OUT/gpu_env.json"
-    MISSING=$(missing 2>/dev/null || echo "cupy-cuda12x numba-cuda")
+    MISSING=$(missing 2>/dev/null || echo "cupy-cuda12x numba-cuda[cu12]")
     [ -n "$MISSING" ] && echo "STILL MISSING: $MISSING: the fastsd cuda steps will fail; the \
 PyTorch peers still run" | tee -a "$OUT/session.log"
 fi

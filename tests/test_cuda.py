@@ -213,7 +213,7 @@ def test_device_batches_train_reproducibly_and_per_model():
     kw = dict(TINY, backend="cuda", path="dense", batches="device")
     rs = train_ensemble(tasks, [0.5, 1.0], [3, 4], **kw)
     single = train(tasks[1], 1.0, seed=4, **kw)
-    assert single.config["batches"] == "device"
+    assert (single.config["batches"], single.config["dtype"]) == ("device", "float32")
     assert_results_close(single, rs[1], 1e-6)
     assert_results_equal(single, train(tasks[1], 1.0, seed=4, **kw))
 
