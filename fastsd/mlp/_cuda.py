@@ -343,19 +343,18 @@ class _CudaEngine:
         As the CPU engines.
     device_keys : (M, 2, 2) uint64 array, optional
         Philox keys (pairs, noise) per model, for ``run_device``.
-    threads : int, optional
-        Threads per block; default ``GPU_THREADS``, or ``SIM_THREADS`` under
-        the simulator.
+
+    Kernels run with ``GPU_THREADS`` threads per block, ``SIM_THREADS`` under
+    the simulator.
     """
 
     #: Host-built input chunks are kept below this many bytes.
     CHUNK_BYTES = 1 << 26
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None, threads=None):
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
         xp = self.xp = array_module()
         self._view = _device_view(xp)
-        if threads is None:
-            threads = SIM_THREADS if cuda_simulator() else GPU_THREADS
+        threads = SIM_THREADS if cuda_simulator() else GPU_THREADS
         self.k = kernels(threads, np.dtype(dtype).name)
         self.T = threads
         self.dtype = np.dtype(dtype)
@@ -397,7 +396,10 @@ class _CudaEngine:
         kernel[grid, block](*(self._as_kernel_arg(a) for a in args))
 
     def _as_kernel_arg(self, a):
-        """A kernel's view of a device array, cached: making one costs more than a launch."""
+        """A kernel's view of a device array, cached: making one costs more than a launch.
+
+        The cache holds the arrays alive; ``_window`` empties it when it returns.
+        """
         if self.xp is np or not isinstance(a, self.xp.ndarray):
             return a
         key = (a.data.ptr, a.shape, a.strides, a.dtype.str)
@@ -417,7 +419,6 @@ class _CudaEngine:
         v = np.stack([p[1] for p in pairs]).astype(np.int32)
         y = np.stack([p[2] for p in pairs]).astype(np.float64)
         M, n, B = u.shape
-        self._views.clear()         # the last window's index arrays are gone
         U, V, Y = xp.asarray(u), xp.asarray(v), xp.asarray(y)
         if self.clean:
             return self._window(U, V, Y, None)
@@ -460,6 +461,7 @@ class _CudaEngine:
         for t in range(n):
             self._step(U, V, Y, t, inputs)
             self.step += 1
+        self._views.clear()
         loss[...] = lsum
         correct[...] = csum
         return self._results(loss, correct, B) if out else None
@@ -496,6 +498,7 @@ class _CudaEngine:
         dh = xp.matmul(X, self._dwT())
         out = xp.empty((M, n))
         self._rows(self.k.centered_rows, M * n, h0, dh, self.a0, self.da, self.scales, out)
+        self._views.clear()
         return out if xp is np else xp.asnumpy(out)
 
     def params(self):
@@ -514,8 +517,8 @@ class _CudaEngine:
 class DenseEngine(_CudaEngine):
     """Dense path: batched cuBLAS GEMMs for the preactivations and the weight gradient."""
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None, threads=None):
-        super().__init__(tasks, params0, scales, lrs, dtype, device_keys, threads)
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
         xp = self.xp
         self.dwT = xp.zeros_like(self.w0T)
         d = self.d
@@ -554,8 +557,8 @@ class DenseEngine(_CudaEngine):
 class SymbolEngine(_CudaEngine):
     """Symbol-basis path (clean tasks, one L): gathers and scatter-adds over the L symbols."""
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None, threads=None):
-        super().__init__(tasks, params0, scales, lrs, dtype, device_keys, threads)
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
         xp = self.xp
         d = self.d
         self.K = xp.matmul(self.S, self.S.transpose(0, 2, 1))                # (M, L, L)
