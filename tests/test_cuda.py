@@ -19,7 +19,6 @@ import test_backends
 from scipy import stats
 from test_backends import (
     assert_results_close,
-    assert_results_equal,
     check_against_reference,
     lazy_gamma,
     reference_run,
@@ -207,15 +206,18 @@ def test_device_noise_is_standard_normal():
     assert len(np.unique(z)) == z.size       # no repeated counters across steps, rows, lanes
 
 
-def test_device_batches_train_reproducibly_and_per_model():
-    """batches="device": same seed, same run; a model's run does not depend on the ensemble."""
+def test_device_batches_per_model_and_path():
+    """batches="device": a model's run depends on its seed only, not on the ensemble around
+    it, and the symbol-basis path sees the same device batches as the dense path."""
     tasks = [SameDifferent(d=3, L=3, seed=1), SameDifferent(d=3, L=3, sigma2=0.2, seed=2)]
     kw = dict(TINY, backend="cuda", path="dense", batches="device")
     rs = train_ensemble(tasks, [0.5, 1.0], [3, 4], **kw)
     single = train(tasks[1], 1.0, seed=4, **kw)
     assert (single.config["batches"], single.config["dtype"]) == ("device", "float32")
     assert_results_close(single, rs[1], 1e-6)
-    assert_results_equal(single, train(tasks[1], 1.0, seed=4, **kw))
+    symbol = train(tasks[0], 0.5, seed=3, **dict(kw, path="symbol"))
+    assert symbol.config["path"] == "symbol"
+    assert_results_close(rs[0], symbol, 1e-4)
 
 
 # -- GPU only -------------------------------------------------------------------
