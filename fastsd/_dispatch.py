@@ -3,9 +3,10 @@
 ``resolve_backend`` is the one place that decides. A kernel family that runs
 on the GPU through Numba-CUDA alone (the walkers) asks for "cuda" with
 ``needs_cupy=False``; one that also needs CuPy's cuBLAS (the MLP) passes
-``needs_cupy=True``. Under ``NUMBA_ENABLE_CUDASIM=1`` Numba-CUDA kernels run
-on the CPU simulator, so "cuda" is available for tests without a GPU, but
-"auto" never picks the simulator.
+``needs_cupy=True``, except under the simulator, where the MLP's engines
+hold NumPy arrays instead. Under ``NUMBA_ENABLE_CUDASIM=1`` Numba-CUDA
+kernels run on the CPU simulator, so "cuda" is available for tests without a
+GPU, but "auto" never picks the simulator.
 """
 import importlib.util
 import os

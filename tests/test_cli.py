@@ -47,8 +47,12 @@ def test_bad_values_exit_1_with_the_parameter_name(bad, name):
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
-def test_unavailable_backend_exits_1():
+def test_unavailable_backend_exits_1(monkeypatch, capsys):
+    from fastsd import _dispatch
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")      # a machine without a GPU
+    monkeypatch.setattr(_dispatch, "numba_cuda_available", lambda: False)
     assert main(["train", *TINY, "--backend", "cuda"]) == 1
+    assert "backend='cpu'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args", [[], ["train"], ["train", "--d", "x"], ["reproduce", "fig9"]])

@@ -112,10 +112,28 @@ def test_unknown_backend(backend):
         train(TASK, 1.0, backend=backend, **TINY)
 
 
-def test_cuda_backend_unavailable_names_the_fix():
-    with pytest.raises(BackendUnavailableError, match=r"cuda.*backend='cpu'"):
+def no_gpu(monkeypatch, numba_cuda=False):
+    """Pretend this is a machine without the simulator, and without a usable GPU
+    (``numba_cuda=False``) or with Numba-CUDA but without CuPy."""
+    from fastsd import _dispatch
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")
+    monkeypatch.setattr(_dispatch, "numba_cuda_available", lambda: numba_cuda)
+    monkeypatch.setattr(_dispatch, "cupy_available", lambda: False)
+
+
+@pytest.mark.parametrize("numba_cuda, missing", [(False, "NVIDIA GPU"), (True, "CuPy")])
+def test_cuda_backend_unavailable_names_the_fix(monkeypatch, numba_cuda, missing):
+    no_gpu(monkeypatch, numba_cuda)
+    with pytest.raises(BackendUnavailableError, match=rf"cuda.*{missing}.*fix.*backend='cpu'"):
         train(TASK, 1.0, backend="cuda", **TINY)
     assert issubclass(fastsd.BackendUnavailableError, RuntimeError)
+
+
+def test_device_batches_need_cuda():
+    with pytest.raises(ValueError, match=r"`batches` must be 'host' with backend 'cpu'"):
+        train(TASK, 1.0, backend="cpu", batches="device", **TINY)
+    with pytest.raises(ValueError, match=r"`batches` must be one of 'host', 'device'"):
+        train(TASK, 1.0, backend="cpu", batches="gpu", **TINY)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int32", "double", np.float16])

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__
-from .._dispatch import resolve_backend
+from .._dispatch import cuda_simulator, resolve_backend
 from .._rng import seed_sequence, train_streams
 from .._validation import check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task
@@ -16,6 +16,7 @@ from .model import INITS, Params, init_params
 
 PATHS = ("auto", "dense", "symbol")
 DTYPES = ("float32", "float64")
+BATCHES = ("host", "device")
 
 
 @dataclass(eq=False)
@@ -36,7 +37,7 @@ class TrainResult:
         Weights at initialisation and after training, float64.
     config : dict
         gamma, width, steps, batch_size, alpha0, lr, seed, init, backend, path,
-        dtype, the task's description and the package version.
+        dtype, batches, the task's description and the package version.
     wall_time : float
         Seconds spent training this model (shared evenly in an ensemble).
     diverged : bool
@@ -100,8 +101,8 @@ def _task_config(task):
     return cfg
 
 
-def _choose_path(task, width, batch_size, path):
-    """Pick "dense" or "symbol" by cost; see the module docs of ``_cpu``."""
+def _choose_path(task, width, batch_size, path, backend="cpu"):
+    """Pick "dense" or "symbol" by cost; see the module docs of ``_cpu`` and ``_cuda``."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
@@ -111,8 +112,14 @@ def _choose_path(task, width, batch_size, path):
     if not task.has_symbol_basis:
         return "dense"
     L, B, m, p = task.L, batch_size, width, task.input_dim
-    cost_symbol = 2 * L * min(L, B) * m + 4 * B * m
-    cost_dense = 3 * B * p * m
+    if backend == "cuda":
+        # the GPU does every symbol row: a B x L scatter and an L x L GEMM
+        # per step, against two B x p x m GEMMs (h0 is a gather)
+        cost_symbol = 2 * L * (B + L) * m
+        cost_dense = 4 * B * p * m
+    else:
+        cost_symbol = 2 * L * min(L, B) * m + 4 * B * m
+        cost_dense = 3 * B * p * m
     return "symbol" if cost_symbol < cost_dense else "dense"
 
 
@@ -137,7 +144,7 @@ def _broadcast(name, value):
 
 def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
                    eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
-                   init="normal", progress=False):
+                   init="normal", batches="host", progress=False):
     """Train many centered MLPs in lockstep, one batched computation per step.
 
     ``task``, ``gamma`` and ``seed`` may each be one value or a sequence;
@@ -171,14 +178,30 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     n_test : int, default 1024
         Fresh test pairs per evaluation.
     backend : {"auto", "numpy", "cpu", "cuda"}
-        "numpy" is the float64 reference; "cpu" the Numba kernels.
+        "numpy" is the float64 reference; "cpu" the Numba kernels; "cuda"
+        CuPy (cuBLAS) GEMMs batched over the ensemble and Numba-CUDA fused
+        kernels (``fastsd.mlp._cuda``). Under ``NUMBA_ENABLE_CUDASIM=1`` the
+        "cuda" path runs on Numba's CPU simulator with NumPy arrays (for
+        tests; very slow), and needs no CuPy.
     dtype : {"float32", "float64"}, optional
-        Default float32 on "cpu", float64 on "numpy" (which has only float64).
+        Default float32 on "cpu" and "cuda", float64 on "numpy" (which has
+        only float64). No reduced precision (TF32, bf16) is offered.
     path : {"auto", "dense", "symbol"}
         "symbol" trains in the span of the L symbols at a cost independent of
-        d (clean symbol tasks only, "cpu" backend); "auto" picks by cost.
+        d (clean symbol tasks only, "cpu" and "cuda" backends); "auto" picks
+        by cost.
     init : {"normal", "truncated"}
         See ``fastsd.mlp.model.init_params``.
+    batches : {"host", "device"}, default "host"
+        Where the training batches are drawn. "host": from the seed's NumPy
+        streams, the same batches on every backend (with "cuda" they are
+        uploaded once per evaluation window; for noisy tasks the inputs are
+        uploaded in chunks). "device" (backend "cuda" only): drawn on the GPU
+        by a counter-based Philox4x32-10 generator keyed from the model's
+        seed, so nothing crosses to the device inside the loop; reproducible
+        for a seed, independent of the ensemble, but not the same draws as
+        the host streams (same distribution: balanced same/different pairs,
+        Gaussian noise).
     progress : bool
         Show a progress bar over steps.
 
@@ -216,7 +239,12 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     n_test = check_int("n_test", n_test, minimum=1)
     check_choice("path", path, PATHS)
     check_choice("init", init, INITS)
-    backend = resolve_backend(backend, needs_cupy=True)
+    check_choice("batches", batches, BATCHES)
+    # under the simulator the "cuda" engines run on NumPy arrays, without CuPy
+    backend = resolve_backend(backend, needs_cupy=not cuda_simulator())
+    if batches == "device" and backend != "cuda":
+        raise ValueError(f"`batches` must be 'host' with backend {backend!r} ('device' needs "
+                         f"backend 'cuda'); got 'device'.")
     if dtype is None:
         dtype = "float64" if backend == "numpy" else "float32"
     dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
@@ -241,7 +269,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
                              f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
                              f"{lr!r}).")
-    paths = ["dense" if backend == "numpy" else _choose_path(t, width, batch_size, path)
+    paths = ["dense" if backend == "numpy" else _choose_path(t, width, batch_size, path, backend)
              for t in tasks]
 
     groups = {}
@@ -250,10 +278,21 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         groups.setdefault(key, []).append(k)
     engines = []
     for key, idx in groups.items():
-        cls = (_engines.ReferenceEngine if backend == "numpy" else
-               _engines.SymbolEngine if key[0] == "symbol" else _engines.DenseEngine)
-        engines.append((idx, cls([tasks[k] for k in idx], [params0[k] for k in idx],
-                                 [scales[k] for k in idx], [lrs[k] for k in idx], dtype)))
+        args = ([tasks[k] for k in idx], [params0[k] for k in idx], [scales[k] for k in idx],
+                [lrs[k] for k in idx], dtype)
+        if backend == "cuda":
+            from . import _cuda
+            cls = _cuda.SymbolEngine if key[0] == "symbol" else _cuda.DenseEngine
+            keys = None
+            if batches == "device":     # Philox keys (pairs, noise) from the model's streams
+                keys = [[_cuda.philox_keys(streams[k][s].integers(2**64, dtype=np.uint64,
+                                                                  size=1))[0]
+                         for s in ("pairs", "noise")] for k in idx]
+            engines.append((idx, cls(*args, device_keys=keys)))
+        else:
+            cls = (_engines.ReferenceEngine if backend == "numpy" else
+                   _engines.SymbolEngine if key[0] == "symbol" else _engines.DenseEngine)
+            engines.append((idx, cls(*args)))
 
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
     bar = None
@@ -263,11 +302,16 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     t = 0
     while t < steps:
         n = min(eval_every, steps - t)
-        pairs = [task.draw_pairs(st["pairs"], (n, batch_size)) for task, st in zip(tasks, streams)]
+        if batches == "host":
+            pairs = [task.draw_pairs(st["pairs"], (n, batch_size))
+                     for task, st in zip(tasks, streams)]
         loss = np.empty(M)
         acc = np.empty(M)
         for idx, eng in engines:
-            lo, ac = eng.run([pairs[k] for k in idx], [streams[k]["noise"] for k in idx])
+            if batches == "device":
+                lo, ac = eng.run_device(n, batch_size)
+            else:
+                lo, ac = eng.run([pairs[k] for k in idx], [streams[k]["noise"] for k in idx])
             loss[idx] = lo.mean(axis=1)
             acc[idx] = ac.mean(axis=1)
         t += n
@@ -300,7 +344,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
                       batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
                       output_scale=scales[k],
                       seed=_recorded_seed(seed_seqs[k]),
-                      init=init, backend=backend, path=paths[k], dtype=dtype,
+                      init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
                       eval_every=eval_every, n_test=n_test, version=__version__)
         results.append(TrainResult(
             best_test_accuracy=float(h["test_accuracy"].max()),
@@ -331,7 +375,7 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
         Hidden units m >= 1, SGD steps >= 1, and the model's seed.
     **kwargs
         batch_size, alpha0, eval_every, n_test, backend, dtype, path, init,
-        progress: see ``train_ensemble``.
+        batches, progress: see ``train_ensemble``.
 
     Returns
     -------

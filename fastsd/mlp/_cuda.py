@@ -1,0 +1,591 @@
+"""GPU engines for the centered MLP: CuPy (cuBLAS) GEMMs and Numba-CUDA fused kernels.
+
+The arithmetic is that of ``_cpu``: each model keeps its initialisation
+(w0, a0) and its displacement (dw, da), the centered output is formed as
+
+    f~(x) = scale * sum_i [a0_i (relu(h0_i + dh_i) - relu(h0_i)) + da_i relu(h0_i + dh_i)]
+
+with the difference of ReLUs taken exactly, relu'(0) = 0, and each row's sum
+reduced in a fixed order (``THREADS`` strided partial sums in float64, then
+a fixed tree), so that a model's numbers do not depend on the ensemble
+around it.
+
+One SGD step of M models, dense path (inputs x in R^p, p = 2d):
+
+1. ``gather_inputs``: X[k, b] = (S_k[u]; S_k[v]) + noise (noise drawn on the
+   device by ``philox``, or the batch uploaded once per chunk of steps when
+   the batches come from the host streams of a noisy task);
+2. h0 = X w0^T: one strided-batched cuBLAS GEMM over the M models (for clean
+   tasks ``gather_sum`` of P = S w0^T instead, as on the CPU);
+3. dh = X dw^T: one batched GEMM;
+4. ``forward_backward``: ReLU, mask, readout reduction, centering, loss and
+   its gradient, one block per (model, example) row; writes
+   G = -lr dLoss/dh and h = h0 + dh;
+5. ``readout_update``: da -= lr * relu(h)^T dLoss/df, and the batch's loss
+   and correct count into the window's (M, n) buffers;
+6. dw^T += X^T G: one batched GEMM (into scratch, then one add).
+
+Symbol-basis path (clean tasks; see ``_cpu``): dw = C^T S, Q = S dw^T; a step
+gathers h0 = P[u] + P[v] and dh = Q[u] + Q[v] (``gather_sum``), runs steps 4-5,
+scatters G onto the symbols (``scatter_rows``, a fixed-order sum over the
+batch, no atomics), then C += D and Q += K D with K = S S^T (batched GEMM).
+
+Nothing comes back to the host inside a window of steps: the losses and
+accuracies stay on the device until ``run`` returns at an evaluation.
+
+The array module is CuPy on a GPU. Under Numba's simulator
+(``NUMBA_ENABLE_CUDASIM=1``) it is NumPy, and the same kernels run on the
+CPU, so that the whole training loop is tested without a GPU; the simulator
+runs each thread in Python, hence its block size ``SIM_THREADS`` is tiny.
+
+Random batches: by default they come from the model's host streams (the
+same batches as every other backend), uploaded once per evaluation window;
+with ``batches="device"`` they are drawn on the GPU by a counter-based
+Philox4x32-10 generator keyed from the model's seed, so a model's draws do
+not depend on the launch shape or the ensemble.
+"""
+import functools
+import math
+
+import numpy as np
+from numba import cuda
+
+from .._dispatch import cuda_simulator
+from .model import Params
+
+#: Threads per block on a GPU (one block per row of m hidden units).
+GPU_THREADS = 128
+#: Threads per block under the simulator, which runs every thread in Python.
+SIM_THREADS = 2
+
+_M32 = np.uint64(0xFFFFFFFF)
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (np.uint64(0x9E3779B9), np.uint64(0xBB67AE85))
+_TWO_M32 = 2.0 ** -32
+#: Counter word 3 of the Philox streams: pairs and noise never share a counter.
+PAIRS_STREAM, NOISE_STREAM = 0, 1
+
+
+def array_module():
+    """CuPy on a GPU; NumPy under Numba's CUDA simulator."""
+    if cuda_simulator():
+        return np
+    import cupy
+    return cupy
+
+
+def _device_view(xp):
+    """Map an array of ``xp`` to what a Numba-CUDA kernel takes, without copying."""
+    if xp is np:
+        return lambda a: a
+    return cuda.as_cuda_array
+
+
+@functools.cache
+def kernels(threads, dtype):
+    """Compile the kernels for ``threads`` threads per block and float ``dtype``.
+
+    Parameters
+    ----------
+    threads : int
+        A power of two; the block size of the row kernels.
+    dtype : {"float32", "float64"}
+        The storage type of activations and weights (sums are float64).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        The kernels and the device function ``philox``.
+    """
+    import types
+
+    from numba import float64
+
+    uint64 = np.uint64
+
+    if threads < 1 or threads & (threads - 1):
+        raise ValueError(f"`threads` must be a power of two; got {threads}.")
+    DT = np.dtype(dtype).type
+    ZERO = DT(0)
+    M32 = _M32
+    MA, MB = _PHILOX_M
+    WA, WB = _PHILOX_W
+    TWO_M32 = _TWO_M32
+    TWO_PI = 2.0 * math.pi
+    T = threads
+
+    @cuda.jit(device=True)
+    def philox(c0, c1, c2, c3, k0, k1):
+        """Philox4x32-10 of counter (c0..c3) under key (k0, k1); 32-bit words held in uint64."""
+        for _ in range(10):
+            p0 = MA * c0
+            p1 = MB * c2
+            n0 = (p1 >> uint64(32)) ^ c1 ^ k0
+            n2 = (p0 >> uint64(32)) ^ c3 ^ k1
+            c0, c1, c2, c3 = n0, p1 & M32, n2, p0 & M32
+            k0 = (k0 + WA) & M32
+            k1 = (k1 + WB) & M32
+        return c0, c1, c2, c3
+
+    @cuda.jit(device=True)
+    def sigmoid(f):
+        if f >= 0:
+            return 1.0 / (1.0 + math.exp(-f))
+        ef = math.exp(f)
+        return ef / (1.0 + ef)
+
+    @cuda.jit(device=True)
+    def bce(f, y):
+        t = (1.0 - 2.0 * y) * f
+        return max(t, 0.0) + math.log1p(math.exp(-abs(t)))
+
+    @cuda.jit(device=True)
+    def row_output(h0, dh, a0, da, lane, shared):
+        """Sum over i of a0 (relu(h0 + dh) - relu(h0)) + da relu(h0 + dh), in a fixed order."""
+        acc = 0.0
+        for i in range(lane, h0.shape[0], T):
+            h = h0[i] + dh[i]
+            r = max(h, ZERO)
+            if h0[i] > ZERO:
+                dr = dh[i] if h > ZERO else -h0[i]
+            else:
+                dr = r
+            acc += a0[i] * dr + da[i] * r
+        shared[lane] = acc
+        cuda.syncthreads()
+        w = T // 2
+        while w > 0:
+            if lane < w:
+                shared[lane] += shared[lane + w]
+            cuda.syncthreads()
+            w //= 2
+        total = shared[0]
+        cuda.syncthreads()
+        return total
+
+    @cuda.jit
+    def centered_rows(h0, dh, a0, da, scale, out):
+        """out[k, b] = scale[k] * row_output(h0[k, b], dh[k, b], ...): one block per row."""
+        B = h0.shape[1]
+        k = cuda.blockIdx.x // B
+        b = cuda.blockIdx.x % B
+        lane = cuda.threadIdx.x
+        shared = cuda.shared.array(T, float64)
+        f = row_output(h0[k, b], dh[k, b], a0[k], da[k], lane, shared) * scale[k]
+        if lane == 0:
+            out[k, b] = f
+
+    @cuda.jit
+    def forward_backward(h0, dh, a0, da, Y, t, scale, lr, grad, ef, row_loss, row_correct):
+        """Forward, loss and backward to the preactivations; one block per (model, row).
+
+        h0, dh (M, B, m): dh becomes h = h0 + dh. Y (M, n, B): labels, step t.
+        grad (M, B, m) out: -lr dLoss/dh. ef (M, B) out: dLoss/df~ * scale.
+        row_loss, row_correct (M, B) out: BCE and correctness per row.
+        """
+        B, m = h0.shape[1], h0.shape[2]
+        k = cuda.blockIdx.x // B
+        b = cuda.blockIdx.x % B
+        lane = cuda.threadIdx.x
+        shared = cuda.shared.array(T, float64)
+        s = scale[k]
+        f = row_output(h0[k, b], dh[k, b], a0[k], da[k], lane, shared) * s
+        y = Y[k, t, b]
+        e = (sigmoid(f) - y) * s / B
+        if lane == 0:
+            row_loss[k, b] = bce(f, y)
+            row_correct[k, b] = 1.0 if (f > 0) == (y > 0.5) else 0.0
+            ef[k, b] = e
+        g = -lr[k] * e
+        for i in range(lane, m, T):
+            h = h0[k, b, i] + dh[k, b, i]
+            dh[k, b, i] = h
+            grad[k, b, i] = g * (a0[k, i] + da[k, i]) if h > ZERO else ZERO
+
+    @cuda.jit
+    def readout_update(h, ef, lr, da, row_loss, row_correct, loss, correct, t):
+        """da[k, i] -= lr[k] sum_b ef[k, b] relu(h[k, b, i]); loss[k, t], correct[k, t] = batch sums.
+
+        Grid (ceil(m / T), M); each thread sums over the batch in order.
+        """
+        B, m = h.shape[1], h.shape[2]
+        k = cuda.blockIdx.y
+        i = cuda.blockIdx.x * T + cuda.threadIdx.x
+        if i < m:
+            acc = 0.0
+            for b in range(B):
+                hb = h[k, b, i]
+                if hb > ZERO:
+                    acc += ef[k, b] * hb
+            da[k, i] -= lr[k] * acc
+        if i == 0:
+            ls = 0.0
+            cs = 0.0
+            for b in range(B):
+                ls += row_loss[k, b]
+                cs += row_correct[k, b]
+            loss[k, t] = ls
+            correct[k, t] = cs
+
+    @cuda.jit
+    def gather_sum(A, U, V, t, out):
+        """out[k, b, i] = A[k, U[k, t, b], i] + A[k, V[k, t, b], m + i]; one block per row."""
+        B, m = out.shape[1], out.shape[2]
+        k = cuda.blockIdx.x // B
+        b = cuda.blockIdx.x % B
+        p = U[k, t, b]
+        q = V[k, t, b]
+        for i in range(cuda.threadIdx.x, m, T):
+            out[k, b, i] = A[k, p, i] + A[k, q, m + i]
+
+    @cuda.jit
+    def gather_inputs(S, U, V, t, step, std, keys, X):
+        """X[k, b] = (S_k[U]; S_k[V]) + std[k] * z, z ~ N(0, 1) from Philox; one block per row.
+
+        The normals of (model k, global step, row b, coordinates 4j..4j+3) are
+        the Box-Muller transforms of Philox(j, step, b, NOISE_STREAM) under
+        model k's key (keys[k, 0], keys[k, 1]).
+        """
+        B, p = X.shape[1], X.shape[2]
+        d = p // 2
+        k = cuda.blockIdx.x // B
+        b = cuda.blockIdx.x % B
+        u = U[k, t, b]
+        v = V[k, t, b]
+        sd = std[k]
+        for j4 in range(cuda.threadIdx.x, (p + 3) // 4, T):
+            z0 = z1 = z2 = z3 = 0.0
+            if sd > 0:
+                w0, w1, w2, w3 = philox(uint64(j4), uint64(step), uint64(b),
+                                        uint64(NOISE_STREAM), keys[k, 0], keys[k, 1])
+                r = math.sqrt(-2.0 * math.log((w0 + 1.0) * TWO_M32))
+                z0 = r * math.cos(TWO_PI * w1 * TWO_M32)
+                z1 = r * math.sin(TWO_PI * w1 * TWO_M32)
+                r = math.sqrt(-2.0 * math.log((w2 + 1.0) * TWO_M32))
+                z2 = r * math.cos(TWO_PI * w3 * TWO_M32)
+                z3 = r * math.sin(TWO_PI * w3 * TWO_M32)
+            for c in range(4):
+                j = 4 * j4 + c
+                if j < p:
+                    z = z0 if c == 0 else z1 if c == 1 else z2 if c == 2 else z3
+                    x = S[k, u, j] if j < d else S[k, v, j - d]
+                    X[k, b, j] = x + sd * z
+
+    @cuda.jit
+    def draw_pairs(Ls, step0, keys, U, V, Y):
+        """Balanced pairs for n steps, one thread per (model, row), as ``SameDifferent.draw_pairs``.
+
+        Rows b < B // 2 are same, the others different (for odd B the last
+        row is a fair coin); u is uniform over L and a different pair's v is
+        u + offset mod L, offset uniform over 1..L-1. The words come from
+        Philox(0, step0 + t, b, PAIRS_STREAM) under model k's key.
+        """
+        M, n, B = U.shape
+        g = cuda.grid(1)
+        if g >= M * B:
+            return
+        k = g // B
+        b = g % B
+        L = uint64(Ls[k])
+        for t in range(n):
+            w0, w1, w2, _ = philox(uint64(0), uint64(step0 + t), uint64(b),
+                                   uint64(PAIRS_STREAM), keys[k, 0], keys[k, 1])
+            u = (w0 * L) >> uint64(32)
+            same = b < B // 2 or (B % 2 == 1 and b == B - 1 and w2 < uint64(0x80000000))
+            off = uint64(1) + ((w1 * (L - uint64(1))) >> uint64(32))
+            U[k, t, b] = u
+            V[k, t, b] = u if same else (u + off) % L
+            Y[k, t, b] = 1.0 if same else 0.0
+
+    @cuda.jit
+    def scatter_rows(G, U, V, t, D):
+        """D[k, l, i] = sum_{b: U=l} G[k, b, i]; D[k, l, m + i] = sum_{b: V=l} G[k, b, i].
+
+        One block per (model, symbol); the batch is summed in order (no atomics).
+        """
+        B, m = G.shape[1], G.shape[2]
+        L = D.shape[1]
+        k = cuda.blockIdx.x // L
+        sym = cuda.blockIdx.x % L
+        for i in range(cuda.threadIdx.x, m, T):
+            a1 = ZERO
+            a2 = ZERO
+            for b in range(B):
+                if U[k, t, b] == sym:
+                    a1 += G[k, b, i]
+                if V[k, t, b] == sym:
+                    a2 += G[k, b, i]
+            D[k, sym, i] = a1
+            D[k, sym, m + i] = a2
+
+    return types.SimpleNamespace(
+        threads=T, philox=philox, centered_rows=centered_rows, forward_backward=forward_backward,
+        readout_update=readout_update, gather_sum=gather_sum, gather_inputs=gather_inputs,
+        draw_pairs=draw_pairs, scatter_rows=scatter_rows)
+
+
+def philox_keys(seeds):
+    """Split 64-bit integers into Philox keys: (n, 2) uint64 of 32-bit words (low, high)."""
+    s = np.asarray(seeds, dtype=np.uint64)
+    return np.stack([s & _M32, s >> np.uint64(32)], axis=1)
+
+
+def _stack(arrays, dtype):
+    return np.ascontiguousarray(np.stack(arrays), dtype=dtype)
+
+
+class _CudaEngine:
+    """State of M models on the device: w0, a0, the displacement, labels and scratch.
+
+    Parameters
+    ----------
+    tasks, params0, scales, lrs, dtype
+        As the CPU engines.
+    device_keys : (M, 2, 2) uint64 array, optional
+        Philox keys (pairs, noise) per model, for ``run_device``.
+
+    Kernels run with ``GPU_THREADS`` threads per block, ``SIM_THREADS`` under
+    the simulator.
+    """
+
+    #: Host-built input chunks are kept below this many bytes.
+    CHUNK_BYTES = 1 << 26
+
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+        xp = self.xp = array_module()
+        self._view = _device_view(xp)
+        threads = SIM_THREADS if cuda_simulator() else GPU_THREADS
+        self.k = kernels(threads, np.dtype(dtype).name)
+        self.T = threads
+        self.dtype = np.dtype(dtype)
+        self.tasks = tasks
+        M = len(tasks)
+        self.M, self.d = M, tasks[0].input_dim // 2
+        self.w0T = xp.asarray(_stack([p.w.T for p in params0], dtype))      # (M, p, m)
+        self.a0 = xp.asarray(_stack([p.a for p in params0], dtype))         # (M, m)
+        self.da = xp.zeros_like(self.a0)
+        self.scales = xp.asarray(np.asarray(scales, dtype=np.float64))
+        self.lrs = xp.asarray(np.asarray(lrs, dtype=np.float64))
+        self.Ls = np.array([t.L for t in tasks], dtype=np.int64)
+        Lmax = int(self.Ls.max())
+        S = np.zeros((M, Lmax, self.d))
+        for k, t in enumerate(tasks):
+            S[k, :t.L] = t.symbols
+        self.S = xp.asarray(S.astype(dtype))
+        self.std = xp.asarray(np.array([math.sqrt(t.sigma2 / t.d) for t in tasks]))
+        self.clean = all(t.has_symbol_basis for t in tasks)
+        keys = (np.zeros((M, 2, 2), np.uint64) if device_keys is None
+                else np.asarray(device_keys, np.uint64))
+        self.pair_keys = xp.asarray(np.ascontiguousarray(keys[:, 0]))
+        self.noise_keys = xp.asarray(np.ascontiguousarray(keys[:, 1]))
+        self.no_noise = xp.zeros(M)
+        self.step = 0                       # global step count, the Philox counter
+        self._scratch = {}
+        self._views = {}
+
+    # -- helpers ------------------------------------------------------------------
+    def _buf(self, name, shape, dtype=None):
+        """A persistent device buffer, reallocated only when its shape changes."""
+        a = self._scratch.get(name)
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        if a is None or a.shape != tuple(shape) or a.dtype != dtype:
+            a = self._scratch[name] = self.xp.zeros(shape, dtype)
+        return a
+
+    def _launch(self, kernel, grid, block, *args):
+        kernel[grid, block](*(self._as_kernel_arg(a) for a in args))
+
+    def _as_kernel_arg(self, a):
+        """A kernel's view of a device array, cached: making one costs more than a launch.
+
+        The cache holds the arrays alive; ``_window`` empties it when it returns.
+        """
+        if self.xp is np or not isinstance(a, self.xp.ndarray):
+            return a
+        key = (a.data.ptr, a.shape, a.strides, a.dtype.str)
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = self._view(a)
+        return view
+
+    def _rows(self, kernel, rows, *args):
+        self._launch(kernel, rows, self.T, *args)
+
+    # -- training -----------------------------------------------------------------
+    def run(self, pairs, noise_rngs):
+        """n SGD steps on batches drawn on the host; returns (loss, accuracy), (M, n) each."""
+        xp = self.xp
+        u = np.stack([p[0] for p in pairs]).astype(np.int32)
+        v = np.stack([p[1] for p in pairs]).astype(np.int32)
+        y = np.stack([p[2] for p in pairs]).astype(np.float64)
+        M, n, B = u.shape
+        U, V, Y = xp.asarray(u), xp.asarray(v), xp.asarray(y)
+        if self.clean:
+            return self._window(U, V, Y, None)
+        # noisy tasks: inputs built on the host from the noise streams, as on the
+        # CPU, uploaded a chunk of steps at a time
+        c = max(1, min(n, self.CHUNK_BYTES // (M * B * 2 * self.d * self.dtype.itemsize)))
+        loss = xp.empty((M, n))
+        correct = xp.empty((M, n))
+        for t0 in range(0, n, c):
+            t1 = min(n, t0 + c)
+            Xc = np.stack([task.training_inputs(u[k, t0:t1], v[k, t0:t1], rng)
+                           for k, (task, rng) in enumerate(zip(self.tasks, noise_rngs))])
+            Xc = xp.asarray(np.ascontiguousarray(Xc.swapaxes(0, 1), dtype=self.dtype))
+            self._window(U[:, t0:t1].copy(), V[:, t0:t1].copy(), Y[:, t0:t1].copy(), Xc,
+                         loss[:, t0:t1], correct[:, t0:t1])
+        return self._results(loss, correct, B)
+
+    def run_device(self, n, batch_size):
+        """n SGD steps on batches drawn on the device; returns (loss, accuracy), (M, n) each."""
+        xp = self.xp
+        M, B = self.M, batch_size
+        U = self._buf("U", (M, n, B), np.int32)
+        V = self._buf("V", (M, n, B), np.int32)
+        Y = self._buf("Y", (M, n, B), np.float64)
+        Ls = self._buf("Ls", (M,), np.int64)
+        Ls[...] = xp.asarray(self.Ls)
+        grid = (M * B + self.T - 1) // self.T
+        self._launch(self.k.draw_pairs, grid, self.T, Ls, self.step, self.pair_keys, U, V, Y)
+        return self._window(U, V, Y, "device")
+
+    def _window(self, U, V, Y, inputs, loss=None, correct=None):
+        xp = self.xp
+        M, n, B = U.shape
+        out = loss is None
+        if out:
+            loss = xp.empty((M, n))
+            correct = xp.empty((M, n))
+        lsum = self._buf("lsum", (M, n), np.float64)
+        csum = self._buf("csum", (M, n), np.float64)
+        for t in range(n):
+            self._step(U, V, Y, t, inputs)
+            self.step += 1
+        self._views.clear()
+        loss[...] = lsum
+        correct[...] = csum
+        return self._results(loss, correct, B) if out else None
+
+    def _results(self, loss, correct, B):
+        xp = self.xp
+        if xp is np:
+            return loss / B, correct / B
+        return xp.asnumpy(loss) / B, xp.asnumpy(correct) / B
+
+    def _forward_backward(self, h0, dh, Y, t):
+        """Steps 4-5 of the module docs; returns the gradient G = -lr dLoss/dh."""
+        M, B, m = h0.shape
+        n = Y.shape[1]
+        G = self._buf("G", (M, B, m))
+        ef = self._buf("ef", (M, B), np.float64)
+        rl = self._buf("row_loss", (M, B), np.float64)
+        rc = self._buf("row_correct", (M, B), np.float64)
+        self._rows(self.k.forward_backward, M * B, h0, dh, self.a0, self.da, Y, t, self.scales,
+                   self.lrs, G, ef, rl, rc)
+        lsum = self._buf("lsum", (M, n), np.float64)
+        csum = self._buf("csum", (M, n), np.float64)
+        self._launch(self.k.readout_update, ((m + self.T - 1) // self.T, M), self.T, dh, ef,
+                     self.lrs, self.da, rl, rc, lsum, csum, t)
+        return G
+
+    # -- evaluation -----------------------------------------------------------------
+    def outputs(self, X):
+        """Centered outputs f~ at X (M, n, p) -> (M, n) float64 on the host."""
+        xp = self.xp
+        X = xp.asarray(np.ascontiguousarray(X, dtype=self.dtype))
+        M, n, _ = X.shape
+        h0 = xp.matmul(X, self.w0T)
+        dh = xp.matmul(X, self._dwT())
+        out = xp.empty((M, n))
+        self._rows(self.k.centered_rows, M * n, h0, dh, self.a0, self.da, self.scales, out)
+        self._views.clear()
+        return out if xp is np else xp.asnumpy(out)
+
+    def params(self):
+        """(initial, final) lists of float64 ``Params``, copied to the host."""
+        xp = self.xp
+        host = (lambda a: a) if xp is np else xp.asnumpy
+        w0 = host(self.w0T).transpose(0, 2, 1).astype(np.float64)
+        a0 = host(self.a0).astype(np.float64)
+        dw = host(self._dwT()).transpose(0, 2, 1).astype(np.float64)
+        da = host(self.da).astype(np.float64)
+        init = [Params(w=np.ascontiguousarray(w), a=a.copy()) for w, a in zip(w0, a0)]
+        final = [Params(w=w + d, a=a + e) for w, d, a, e in zip(w0, dw, a0, da)]
+        return init, final
+
+
+class DenseEngine(_CudaEngine):
+    """Dense path: batched cuBLAS GEMMs for the preactivations and the weight gradient."""
+
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
+        xp = self.xp
+        self.dwT = xp.zeros_like(self.w0T)
+        d = self.d
+        # P = S w0^T for clean tasks: h0 of a training pair is a gather, not a GEMM
+        self.P0 = (xp.concatenate([xp.matmul(self.S, self.w0T[:, :d]),
+                                   xp.matmul(self.S, self.w0T[:, d:])], axis=2)
+                   if self.clean else None)
+
+    def _dwT(self):
+        return self.dwT
+
+    def _step(self, U, V, Y, t, inputs):
+        xp = self.xp
+        M, _, B = U.shape
+        p, m = self.w0T.shape[1:]
+        h0 = self._buf("h0", (M, B, m))
+        dh = self._buf("dh", (M, B, m))
+        if inputs is None or isinstance(inputs, str):
+            X = self._buf("X", (M, B, p))
+            std = self.std if inputs == "device" else self.no_noise
+            self._rows(self.k.gather_inputs, M * B, self.S, U, V, t, self.step, std,
+                       self.noise_keys, X)
+        else:
+            X = inputs[t]
+        if self.clean:
+            self._rows(self.k.gather_sum, M * B, self.P0, U, V, t, h0)
+        else:
+            xp.matmul(X, self.w0T, out=h0)
+        xp.matmul(X, self.dwT, out=dh)
+        G = self._forward_backward(h0, dh, Y, t)
+        tmp = self._buf("dwT_step", self.dwT.shape)
+        xp.matmul(X.transpose(0, 2, 1), G, out=tmp)
+        self.dwT += tmp
+
+
+class SymbolEngine(_CudaEngine):
+    """Symbol-basis path (clean tasks, one L): gathers and scatter-adds over the L symbols."""
+
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
+        xp = self.xp
+        d = self.d
+        self.K = xp.matmul(self.S, self.S.transpose(0, 2, 1))                # (M, L, L)
+        self.P = xp.concatenate([xp.matmul(self.S, self.w0T[:, :d]),
+                                 xp.matmul(self.S, self.w0T[:, d:])], axis=2)  # (M, L, 2m)
+        self.Q = xp.zeros_like(self.P)
+        self.C = xp.zeros_like(self.P)
+
+    def _dwT(self):
+        xp = self.xp
+        m = self.a0.shape[1]
+        St = self.S.transpose(0, 2, 1)
+        return xp.concatenate([xp.matmul(St, self.C[..., :m]), xp.matmul(St, self.C[..., m:])],
+                              axis=1)
+
+    def _step(self, U, V, Y, t, inputs):
+        xp = self.xp
+        M, _, B = U.shape
+        L, m = self.P.shape[1], self.a0.shape[1]
+        h0 = self._buf("h0", (M, B, m))
+        dh = self._buf("dh", (M, B, m))
+        self._rows(self.k.gather_sum, M * B, self.P, U, V, t, h0)
+        self._rows(self.k.gather_sum, M * B, self.Q, U, V, t, dh)
+        G = self._forward_backward(h0, dh, Y, t)
+        D = self._buf("D", self.C.shape)
+        self._rows(self.k.scatter_rows, M * L, G, U, V, t, D)
+        self.C += D
+        tmp = self._buf("Q_step", self.Q.shape)
+        xp.matmul(self.K, D, out=tmp)
+        self.Q += tmp
