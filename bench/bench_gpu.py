@@ -25,7 +25,6 @@ and as measured here (a large SGEMM; a device-to-device copy).
 Run from the repository root on a GPU machine::
 
     python bench/bench_gpu.py [--out bench/out/bench_gpu.jsonl]
-    python bench/bench_gpu.py --fig1c-quick DIR   # Fig. 1c quick preset on backend "cuda"
 
 It prints a table and appends JSON lines to ``--out``. This is a benchmark,
 not a test: it asserts nothing about speed.
@@ -257,39 +256,12 @@ def calibrate(run, target_s, max_steps):
         n *= 4
 
 
-def fig1c_quick(out_dir, backend):
-    """The ``fastsd reproduce fig1c --quick`` preset on ``backend``; prints its JSON summary."""
-    from fastsd.presets import get_preset
-    from fastsd.scan import run_cells, summarize
-    from fastsd.store import ResultStore
-    preset = get_preset("fig1c", quick=True)
-    os.makedirs(out_dir, exist_ok=True)
-    store = ResultStore(os.path.join(out_dir, preset.name + ".jsonl"))
-    t = time.perf_counter()
-    run_cells(preset.cells, store, backend=backend, progress=False)
-    keys = {c.key for c in preset.cells}
-    by_key = {}
-    for r in store.load():
-        if r.get("key") in keys:
-            by_key.setdefault(r["key"], r)
-    summary = summarize(list(by_key.values()), preset.axis)
-    summary.update(figure=preset.name, results=store.path, backend=backend,
-                   wall_seconds=time.perf_counter() - t)
-    print(json.dumps(summary, sort_keys=True))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "out", "bench_gpu.jsonl"))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--target", type=float, default=1.0, help="seconds per measurement")
-    ap.add_argument("--fig1c-quick", metavar="DIR", default=None,
-                    help="run the Fig. 1c quick preset on --backend instead, results in DIR")
-    ap.add_argument("--backend", default="cuda", help="backend of --fig1c-quick")
     args = ap.parse_args(argv)
-    if args.fig1c_quick:
-        fig1c_quick(args.fig1c_quick, args.backend)
-        return 0
 
     run_id = uuid.uuid4().hex[:8]
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

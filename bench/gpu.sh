@@ -141,12 +141,8 @@ step tests 150 "$OUT/gpu_tests.log" "$PY" -m pytest -q -p no:cacheprovider -rs t
 step bench 180 "$OUT/bench_gpu.txt" "$PY" bench/bench_gpu.py --out "$OUT/bench_gpu.jsonl"
 
 # -- 5. Fig. 1c quick on cuda, and on cpu beside it ------------------------------------------
-fig1c() {   # fig1c BACKEND: the reproduce CLI when it has --backend, else bench_gpu's copy
-    if "$PY" -m fastsd reproduce --help 2>/dev/null | grep -q -- "--backend"; then
-        "$PY" -m fastsd reproduce fig1c --quick --json --quiet --backend "$1" --out "$OUT/fig1c-$1"
-    else
-        "$PY" bench/bench_gpu.py --fig1c-quick "$OUT/fig1c-$1" --backend "$1"
-    fi
+fig1c() {   # fig1c BACKEND: the Fig. 1c quick preset through the reproduce CLI
+    "$PY" -m fastsd reproduce fig1c --quick --json --quiet --backend "$1" --out "$OUT/fig1c-$1"
 }
 export -f fig1c
 export PY OUT
@@ -182,8 +178,8 @@ if os.path.exists(bench):
 tabs = {b: last_json(os.path.join(out, f"fig1c-{b}.json")) for b in ("cuda", "cpu")}
 if all(tabs.values()):
     diffs = []
-    cpu_rows = {r["L"]: r for r in tabs["cpu"]["rows"]}
-    for r in tabs["cuda"]["rows"]:
+    cpu_rows = {r["L"]: r for r in tabs["cpu"]["summary"]["rows"]}
+    for r in tabs["cuda"]["summary"]["rows"]:
         c = cpu_rows.get(r["L"])
         for name, m in r["mean"].items():
             if c and name in c["mean"]:

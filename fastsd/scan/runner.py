@@ -1,4 +1,5 @@
 """Run a grid through a predictor into a resumable store, and load the results."""
+import importlib.util
 import time
 
 from .._dispatch import BACKENDS
@@ -54,7 +55,7 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         to it; a grid with the same signature may extend the axes.
     executor : None, "serial", concurrent.futures.Executor or distributed.Client
         None (default): local processes, at most one per core, each limited
-        to cores // workers threads. "serial": this process. An Executor or a
+        to cores // workers threads; with backend "cuda", this process. "serial": this process. An Executor or a
         Dask client: each group is one task, limited to ``threads`` threads
         (default 1).
     backend : {"auto", "numpy", "cpu", "cuda"}
@@ -106,6 +107,8 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     if threads is not None:
         threads = check_int("threads", threads, 1)
     store = _as_store(store)
+    if executor is None and backend == "cuda":
+        executor = "serial"         # one GPU: one process drives it
 
     cells = {}
     for coords, settings in grid.cells():
@@ -195,11 +198,9 @@ def load(store, *, xarray=False):
     frame = pd.DataFrame(list(first.values()))
     if not xarray:
         return frame
-    try:
-        import xarray as xr  # noqa: F401  (needed by DataFrame.to_xarray)
-    except ImportError as exc:
+    if importlib.util.find_spec("xarray") is None:       # DataFrame.to_xarray needs it
         raise ImportError("fastsd.scan.load(..., xarray=True) needs xarray; fix: "
-                          "pip install fastsd[analysis]") from exc
+                          "pip install fastsd[analysis]")
     signature = store.grid_signature()
     if signature is None:
         raise ValueError(f"`store` {store.path} must be bound to a grid (written by "
