@@ -466,3 +466,19 @@ def test_relu_derivative_at_zero_is_zero_in_every_engine(engine, dtype):
     # the other units did learn (so the check is not vacuous)
     assert np.any(final[0].w[1:] != init[0].w[1:])
     assert np.any(final[0].a[1:] != init[0].a[1:])
+
+
+@pytest.mark.parametrize("path", ["symbol", "dense"])
+def test_models_sharing_a_seed_share_test_draws_and_still_equal_separate_runs(path):
+    # Equal seeds and equal (d, sigma2) give identical test streams: the ensemble draws
+    # each test set once and computes X w0^T once per shared init; nothing may change.
+    from fastsd.mlp.train import _test_sources
+    from fastsd._rng import seed_sequence
+
+    tasks = [SameDifferent(d=6, L=L, seed=s) for L, s in ((3, 1), (3, 1), (4, 2), (3, 1))]
+    gammas, seeds = [0.1, 1.0, 1.0, lazy_gamma(6)], [5, 5, 5, 6]
+    assert _test_sources(tasks, [seed_sequence(s) for s in seeds]) == [0, 0, 0, 3]
+    kw = dict(ENSEMBLE, backend="cpu", path=path, dtype="float64")
+    rs = train_ensemble(tasks, gammas, seeds, **kw)
+    for k, r in enumerate(rs):
+        assert_results_close(train(tasks[k], gammas[k], seed=seeds[k], **kw), r, 1e-12)

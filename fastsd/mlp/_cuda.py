@@ -489,8 +489,12 @@ class _CudaEngine:
         return G
 
     # -- evaluation -----------------------------------------------------------------
-    def outputs(self, X):
-        """Centered outputs f~ at X (M, n, p) -> (M, n) float64 on the host."""
+    def outputs(self, X, sources=None):
+        """Centered outputs f~ at X (M, n, p) -> (M, n) float64 on the host.
+
+        ``sources`` (which models share inputs) is not used: one batched GEMM
+        over the ensemble is cheaper on a GPU than sorting out repeats.
+        """
         xp = self.xp
         X = xp.asarray(np.ascontiguousarray(X, dtype=self.dtype))
         M, n, _ = X.shape

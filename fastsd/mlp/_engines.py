@@ -6,11 +6,14 @@ operations, so that ``train`` and ``train_ensemble`` need not know the path:
 ``run(pairs, noise_rngs)``
     advance every model by n SGD steps; returns per-step mean loss and
     accuracy, shape (M, n) each.
-``outputs(X)``
-    centered outputs f~ at inputs X (M, n, p) -> (M, n), float64.
+``outputs(X, sources=None)``
+    centered outputs f~ at inputs X (M, n, p) -> (M, n), float64; models
+    with equal ``sources`` entries have identical inputs (a hint for sharing).
 ``params()``
     (initial, final) lists of ``Params`` in float64.
 """
+import hashlib
+
 import numpy as np
 from scipy.linalg import blas
 
@@ -68,7 +71,8 @@ class ReferenceEngine:
                 acc[k, t] = np.mean((f > 0) == (y[t] > 0.5))
         return loss, acc
 
-    def outputs(self, X):
+    def outputs(self, X, sources=None):
+        """Centered outputs at X (M, n, p) -> (M, n); ``sources`` is unused here."""
         return np.stack([ref.centered_output(p.w, p.a, w, a, x, s) for p, w, a, x, s
                          in zip(self.p0, self.w, self.a, X, self.scales)])
 
@@ -86,6 +90,9 @@ class _DisplacementEngine:
         self.da = np.zeros_like(self.a0)
         self.scales = np.asarray(scales, dtype=np.float64)
         self.lrs = np.asarray(lrs, dtype=np.float64)
+        # Models with the same seed start from the same w0: index of the first such model.
+        digests = [hashlib.blake2b(w.tobytes(), digest_size=16).digest() for w in self.w0T]
+        self.w0_source = [digests.index(h) for h in digests]
 
     def _dwT(self):
         raise NotImplementedError
@@ -93,11 +100,30 @@ class _DisplacementEngine:
     def _displacement_preactivations(self, X):
         return np.matmul(X, self._dwT())
 
-    def outputs(self, X):
+    def _initial_preactivations(self, X, sources):
+        """X w0^T per model, computed once per distinct (inputs, w0) pair."""
+        if sources is None:
+            return np.matmul(X, self.w0T)
+        h0 = np.empty(X.shape[:2] + self.w0T.shape[2:], dtype=X.dtype)
+        done = {}
+        for k, key in enumerate(zip(sources, self.w0_source)):
+            if key in done:
+                h0[k] = h0[done[key]]
+            else:
+                done[key] = k
+                np.matmul(X[k], self.w0T[k], out=h0[k])
+        return h0
+
+    def outputs(self, X, sources=None):
+        """Centered outputs at X (M, n, p) -> (M, n).
+
+        ``sources[k]`` names model k's input set: models with equal sources
+        have identical ``X[k]``, and those that also share w0 share X w0^T.
+        """
         from . import _cpu
         X = np.asarray(X, dtype=self.dtype)
         with np.errstate(invalid="ignore", over="ignore"):   # divergence is reported
-            h0 = np.matmul(X, self.w0T)                      # through TrainResult.diverged
+            h0 = self._initial_preactivations(X, sources)    # through TrainResult.diverged
             dh = self._displacement_preactivations(X)
         out = np.empty(X.shape[:2])
         _cpu.centered_output(h0, dh, self.a0, self.da, self.scales, out)

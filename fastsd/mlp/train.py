@@ -101,6 +101,24 @@ def _task_config(task):
     return cfg
 
 
+def _test_sources(tasks, seed_seqs):
+    """For each model, the first model that draws the same test sets (itself if none).
+
+    Equal test keys and equal seeds give identical test streams, so an
+    ensemble of several gammas on one seed samples its test sets once.
+    """
+    first = {}
+    out = []
+    for k, (task, ss) in enumerate(zip(tasks, seed_seqs)):
+        key = task.test_key()
+        if key is None or not isinstance(ss, np.random.SeedSequence):
+            out.append(k)
+            continue
+        ident = (key, ss.entropy, ss.spawn_key, ss.pool_size)
+        out.append(first.setdefault(ident, k))
+    return out
+
+
 def _choose_path(task, width, batch_size, path, backend="cpu"):
     """Pick "dense" or "symbol" by cost; see the module docs of ``_cpu`` and ``_cuda``."""
     if path == "symbol" and not task.has_symbol_basis:
@@ -294,6 +312,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
                    _engines.SymbolEngine if key[0] == "symbol" else _engines.DenseEngine)
             engines.append((idx, cls(*args)))
 
+    test_source = _test_sources(tasks, seed_seqs)
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
     bar = None
     if progress:
@@ -315,10 +334,13 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             loss[idx] = lo.mean(axis=1)
             acc[idx] = ac.mean(axis=1)
         t += n
-        tests = [task.sample_test(n_test, st["test"]) for task, st in zip(tasks, streams)]
+        tests = [task.sample_test(n_test, st["test"]) if test_source[k] == k else None
+                 for k, (task, st) in enumerate(zip(tasks, streams))]
+        tests = [tests[test_source[k]] for k in range(M)]
         test_acc = np.empty(M)
         for idx, eng in engines:
-            f = eng.outputs(np.stack([tests[k][0] for k in idx]))
+            f = eng.outputs(np.stack([tests[k][0] for k in idx]),
+                            sources=[test_source[k] for k in idx])
             test_acc[idx] = [np.mean((fk > 0) == (tests[k][1] > 0.5)) for fk, k in zip(f, idx)]
         hist["step"].append(np.full(M, t))
         hist["train_loss"].append(loss)

@@ -22,6 +22,15 @@ class Task:
     #: vectors, so that the symbol-basis training path applies.
     has_symbol_basis: bool = False
 
+    def test_key(self):
+        """Return what determines ``sample_test``'s draws besides the generator, or None.
+
+        Models whose tasks give equal keys and whose test generators are
+        equal draw identical test sets, so an ensemble draws them once.
+        None (the default) never shares.
+        """
+        return None
+
     def output_scale(self, gamma):
         """Return the factor 1/(gamma sqrt(scale_dim)) in front of the readout sum (Eq. 1)."""
         return 1.0 / (gamma * math.sqrt(self.scale_dim))

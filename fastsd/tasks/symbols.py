@@ -145,6 +145,10 @@ class SameDifferent(Task):
         u, v, y = u[perm], v[perm], y[perm]
         return self.training_inputs(u, v, rng), y
 
+    def test_key(self):
+        """Test pairs use fresh symbols: they depend on d and sigma2 only, not on the L symbols."""
+        return ("SameDifferent", self.d, self.sigma2)
+
     def sample_test(self, n, seed=None):
         """Draw n balanced test pairs, each from fresh symbols s ~ N(0, I/d).
 
