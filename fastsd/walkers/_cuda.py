@@ -4,7 +4,8 @@ Each thread runs ``_cpu.walk`` (an ``njit`` function, which Numba-CUDA
 compiles for the device when a kernel calls it), so a walker does exactly the
 arithmetic it does on the CPU and draws the same words from the counter-based
 generator: trajectories are identical across backends. The state and the
-batch accumulators live in global memory, one row per walker.
+batch accumulators live in global memory as (L, W) and (4, W) arrays, walker
+w in column w, so that a warp's loads of omega[u, w] share cache lines.
 
 Imported only when backend "cuda" is used. Under ``NUMBA_ENABLE_CUDASIM=1``
 the kernels run on Numba's CPU simulator (tests without a GPU).
@@ -27,28 +28,29 @@ _walk = _cpu.walk.py_func if cuda_simulator() else _cpu.walk
 def _simulate_kernel(seed64, walker_offset, L, batch_size, n_iters, plus, none, omega1, omega2,
                      b1, b2, counts, active):
     w = cuda.grid(1)
-    if w < omega1.shape[0]:
+    if w < omega1.shape[1]:
         _walk(_cpu.walker_key(seed64, walker_offset + w), L, batch_size, n_iters, plus,
-                  omega1[w], omega2[w], b1[w], b2[w], counts[w], active[w], none, none, none,
-                  False)
+              omega1[:, w], omega2[:, w], b1[:, w], b2[:, w], counts[:, w], active[:, w], none,
+              none, none, False)
 
 
 @cuda.jit
 def _run_kernel(us, vs, coins, L, batch_size, plus, omega1, omega2, b1, b2, counts, active):
     w = cuda.grid(1)
-    if w < omega1.shape[0]:
-        _walk(np.uint64(0), L, batch_size, us.shape[1] // batch_size, plus, omega1[w],
-                  omega2[w], b1[w], b2[w], counts[w], active[w], us[w], vs[w], coins[w], True)
+    if w < omega1.shape[1]:
+        _walk(np.uint64(0), L, batch_size, us.shape[1] // batch_size, plus, omega1[:, w],
+              omega2[:, w], b1[:, w], b2[:, w], counts[:, w], active[:, w], us[w], vs[w],
+              coins[w], True)
 
 
 def _launch(kernel, W, L, *args):
     """Launch ``kernel`` over W walkers; return omega1, omega2, counts, active on the host."""
     state = [cuda.to_device(np.zeros(shape, np.int64))
-             for shape in ((W, L), (W, L), (W, L), (W, L), (W, 4), (W, 4))]
+             for shape in ((L, W), (L, W), (L, W), (L, W), (4, W), (4, W))]
     blocks = (W + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
     kernel[blocks, THREADS_PER_BLOCK](*args, *state)
     cuda.synchronize()
-    o1, o2, _, _, counts, active = (s.copy_to_host() for s in state)
+    o1, o2, _, _, counts, active = (np.ascontiguousarray(s.copy_to_host().T) for s in state)
     return o1, o2, counts, active
 
 
