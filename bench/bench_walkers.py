@@ -89,7 +89,7 @@ def main():
     for th in thread_counts:
         print(f"{f'numba cpu, {th} thread(s)':<22} {rate[th]:>12.3e} {rate[th] / rate['numpy']:>9.2f}")
     rec = {
-        "bench": "walkers", "time": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "bench": "walkers", "time": datetime.datetime.now(datetime.UTC).isoformat(),
         "host": platform.node(), "cpu_count": os.cpu_count(), "numba": numba.__version__,
         "numpy": np.__version__, "L": L, "batch": BATCH, "walkers": WALKERS,
         "iters": args.iters, "numpy_iters": args.numpy_iters, "repeats": args.repeats,

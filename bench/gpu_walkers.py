@@ -23,13 +23,13 @@ import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0")
 
-import argparse   # noqa: E402
-import json       # noqa: E402
-import sys        # noqa: E402
-import time       # noqa: E402
-import traceback  # noqa: E402
+import argparse
+import json
+import sys
+import time
+import traceback
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 L, BATCH = 16, 512
 
@@ -54,6 +54,7 @@ def main():
     try:
         import numba
         from numba import cuda
+
         from fastsd.walkers import _cuda, simulate
         from fastsd.walkers import _reference as ref
         summary["numba"] = numba.__version__

@@ -17,8 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsd.walkers import CATEGORIES, WalkerResult, simulate
-from fastsd.walkers import _cpu, _cuda
+from fastsd.walkers import CATEGORIES, WalkerResult, _cpu, _cuda, simulate
 from fastsd.walkers import _reference as ref
 
 BACKENDS = ("numpy", "cpu", "cuda")

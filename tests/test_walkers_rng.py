@@ -63,19 +63,19 @@ def samples():
 
 
 def test_u_is_uniform(samples):
-    L, u, v, coin = samples
+    L, u, _, _ = samples
     assert u.min() >= 0 and u.max() < L
     assert stats.chisquare(np.bincount(u, minlength=L)).pvalue > 1e-6
 
 
 def test_half_the_pairs_are_same(samples):
-    L, u, v, coin = samples
+    _, u, v, _ = samples
     n, k = u.size, np.sum(u == v)
     assert abs(k / n - 0.5) < 5 * np.sqrt(0.25 / n)
 
 
 def test_the_other_symbol_is_uniform_over_the_rest(samples):
-    L, u, v, coin = samples
+    L, u, v, _ = samples
     diff = u != v
     assert v.min() >= 0 and v.max() < L
     # offset (v - u) mod L is uniform over 1 .. L-1 for every u
@@ -88,7 +88,7 @@ def test_the_other_symbol_is_uniform_over_the_rest(samples):
 
 
 def test_the_tie_coin_is_fair_and_independent_of_the_pair(samples):
-    L, u, v, coin = samples
+    _, u, v, coin = samples
     n = coin.size
     assert set(np.unique(coin)) == {0, 1}
     assert abs(coin.mean() - 0.5) < 5 * np.sqrt(0.25 / n)

@@ -6,8 +6,9 @@ App. C.4; ``weight_structure`` measures the same structure (alignment of the
 two halves of each hidden weight vector, readout ratio of App. C.4.3) on a
 trained network.
 """
-from .analysis import WeightStructure, alignment, norm_ratio, readout_ratio, summary, weight_structure
+from .analysis import (WeightStructure, alignment, norm_ratio, readout_ratio, summary,
+                       weight_structure)
 from .process import CATEGORIES, WalkerResult, simulate
 
-__all__ = ["simulate", "WalkerResult", "CATEGORIES", "weight_structure", "WeightStructure",
-           "alignment", "norm_ratio", "readout_ratio", "summary"]
+__all__ = ["CATEGORIES", "WalkerResult", "WeightStructure", "alignment", "norm_ratio",
+           "readout_ratio", "simulate", "summary", "weight_structure"]
