@@ -42,7 +42,7 @@ def run_cpu(seed64, n_iters, threads):
     out = [np.zeros((WALKERS, L), np.int64) for _ in range(2)]
     out += [np.zeros((WALKERS, 4), np.int64) for _ in range(2)]
     t = time.perf_counter()
-    _cpu.simulate(seed64, 0, L, BATCH, n_iters, 1, *out)
+    _cpu.simulate(seed64, 0, L, BATCH, n_iters, 1, _cpu.use_pairs(L, BATCH), *out)
     return time.perf_counter() - t, out
 
 

@@ -7,6 +7,7 @@ the CUDA kernels (on Numba's simulator unless NUMBA_ENABLE_CUDASIM=0) must
 reproduce it exactly. ``simulate`` must then give the same trajectories for a
 seed on every backend, thread count and split of the walkers into calls.
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from fastsd.walkers import CATEGORIES, WalkerResult, _cpu, _cuda, simulate
 from fastsd.walkers import _reference as ref
 
 BACKENDS = ("numpy", "cpu", "cuda")
+CORES = ("numpy", "cpu", "cpu-pairs", "cuda")
 
 
 def paper_process(u, v, coin, L, N, a):
@@ -50,7 +52,11 @@ def paper_process(u, v, coin, L, N, a):
 
 
 def core(backend, u, v, coin, L, N, a):
-    """The backend's deterministic core on pre-drawn (W, n) arrays."""
+    """The backend's deterministic core on pre-drawn (W, n) arrays.
+
+    "cpu" decides each batch sample by sample, "cpu-pairs" pair by pair from
+    the batch's histogram (``_cpu.batch_pairs``).
+    """
     if backend == "numpy":
         return ref.run(u, v, coin, L, N, a)
     if backend == "cuda":
@@ -58,7 +64,7 @@ def core(backend, u, v, coin, L, N, a):
     W = u.shape[0]
     out = [np.zeros((W, L), np.int64) for _ in range(2)] + [np.zeros((W, 4), np.int64)
                                                           for _ in range(2)]
-    _cpu.run(u, v, coin, L, N, a, *out)
+    _cpu.run(u, v, coin, L, N, a, backend == "cpu-pairs", *out)
     return out
 
 
@@ -78,7 +84,7 @@ def drawn(draw, max_walkers=3):
     return u, v, coin, L, N, a
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", CORES)
 @settings(max_examples=25, deadline=None)
 @given(case=drawn())
 def test_core_reproduces_the_paper_process_exactly(backend, case):
@@ -90,7 +96,7 @@ def test_core_reproduces_the_paper_process_exactly(backend, case):
             np.testing.assert_array_equal(g[w], x)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", CORES)
 @settings(max_examples=10, deadline=None)
 @given(case=drawn())
 def test_a_walker_that_is_never_active_never_moves(backend, case):
@@ -103,8 +109,10 @@ def test_a_walker_that_is_never_active_never_moves(backend, case):
 
 
 @pytest.mark.parametrize("readout", [1, -1])
-def test_every_backend_gives_the_same_trajectories(readout):
-    kw = dict(L=5, batch_size=7, n_iters=6, readout=readout, n_walkers=4, seed=2024)
+@pytest.mark.parametrize("L, batch_size", [(5, 7), (3, 9)])   # CPU: by sample, by pair
+def test_every_backend_gives_the_same_trajectories(readout, L, batch_size):
+    assert _cpu.use_pairs(L, batch_size) == (L == 3)
+    kw = dict(L=L, batch_size=batch_size, n_iters=6, readout=readout, n_walkers=4, seed=2024)
     results = [simulate(backend=b, **kw) for b in BACKENDS]
     assert results[0].omega1.any()          # the walkers moved
     for r in results[1:]:
@@ -125,13 +133,19 @@ def test_splitting_walkers_into_calls_changes_nothing(backend):
     np.testing.assert_array_equal(shifted.omega1, whole.omega1[3:5])
 
 
+def _digest(results):
+    return hashlib.sha256(b"".join(getattr(r, k).tobytes() for r in results
+                                   for k in ("omega1", "omega2", "counts", "active"))).hexdigest()
+
+
 def test_cpu_trajectories_do_not_depend_on_the_thread_count():
-    kw = dict(L=16, batch_size=64, n_iters=20, readout=1, n_walkers=33, seed=99)
-    code = ("import hashlib, numba; from fastsd.walkers import simulate; "
-            f"r = simulate(backend='cpu', **{kw!r}); "
-            "print(numba.get_num_threads(), hashlib.sha256(b''.join(getattr(r, k).tobytes() "
-            "for k in ('omega1', 'omega2', 'counts', 'active'))).hexdigest())")
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    # L = 16 with batch 64 decides sample by sample, with batch 256 pair by pair
+    runs = [dict(L=16, batch_size=b, n_iters=10, readout=1, n_walkers=33, seed=99)
+            for b in (64, 256)]
+    code = ("import numba, test_walkers as t; from fastsd.walkers import simulate; "
+            f"print(numba.get_num_threads(), t._digest([simulate(backend='cpu', **kw) "
+            f"for kw in {runs!r}]))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.path.dirname(__file__)]))
     out = {}
     for threads in ("1", "2"):
         env["NUMBA_NUM_THREADS"] = threads
@@ -140,12 +154,7 @@ def test_cpu_trajectories_do_not_depend_on_the_thread_count():
         n, digest = res.stdout.split()
         assert n == threads
         out[threads] = digest
-    assert out["1"] == out["2"]
-    r = simulate(backend="numpy", **kw)
-    import hashlib
-    want = hashlib.sha256(b"".join(getattr(r, k).tobytes()
-                                   for k in ("omega1", "omega2", "counts", "active"))).hexdigest()
-    assert out["1"] == want
+    assert out["1"] == out["2"] == _digest([simulate(backend="numpy", **kw) for kw in runs])
 
 
 def test_same_seed_same_run_and_other_seed_other_run():

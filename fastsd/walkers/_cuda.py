@@ -10,6 +10,8 @@ w in column w, so that a warp's loads of omega[u, w] share cache lines.
 Imported only when backend "cuda" is used. Under ``NUMBA_ENABLE_CUDASIM=1``
 the kernels run on Numba's CPU simulator (tests without a GPU).
 """
+import types
+
 import numpy as np
 from numba import cuda
 
@@ -18,10 +20,23 @@ from . import _cpu
 
 THREADS_PER_BLOCK = 128
 
+
+
+def _as_python(*names):
+    """Python versions of the named ``_cpu`` functions, calling one another (first returned)."""
+    ns = dict(vars(_cpu))
+    for name in names:
+        f = getattr(_cpu, name).py_func
+        ns[name] = types.FunctionType(f.__code__, ns, name, f.__defaults__)
+    return ns[names[0]]
+
+
 # The simulator runs kernels as Python and cannot pass its arrays to compiled
-# code, so there the walker loop runs as Python too (its helpers, on scalars,
-# stay compiled); on a GPU, Numba-CUDA compiles the njit function for the device.
-_walk = _cpu.walk.py_func if cuda_simulator() else _cpu.walk
+# code, so there the walker loop and the functions taking arrays run as Python
+# too (the generator's helpers, on scalars, stay compiled); on a GPU,
+# Numba-CUDA compiles the njit functions for the device.
+_walk = (_as_python("walk", "batch_direct", "apply", "_tally", "decide") if cuda_simulator()
+         else _cpu.walk)
 
 
 @cuda.jit

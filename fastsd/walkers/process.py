@@ -215,7 +215,8 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
         from . import _cpu
         out = [np.zeros((n_walkers, L), np.int64) for _ in range(2)]
         out += [np.zeros((n_walkers, 4), np.int64) for _ in range(2)]
-        _cpu.simulate(seed64, walker_offset, L, batch_size, n_iters, readout, *out)
+        _cpu.simulate(seed64, walker_offset, L, batch_size, n_iters, readout,
+                      _cpu.use_pairs(L, batch_size), *out)
     else:
         from . import _cuda
         out = _cuda.simulate(seed64, walker_offset, L, batch_size, n_iters, readout, n_walkers)
