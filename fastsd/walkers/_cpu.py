@@ -206,11 +206,15 @@ def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1,
                       omega1[w], omega2[w], counts[w], active[w], none, none, none, False)
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(cache=True)
 def run(us, vs, coins, L, batch_size, plus, pairs, omega1, omega2, counts, active):
-    """Deterministic core: run walkers on pre-drawn (W, n) symbols and coins, in place."""
+    """Deterministic core: run walkers on pre-drawn (W, n) symbols and coins, in place.
+
+    Serial over walkers (it serves the tests, where compile time counts); each
+    walker runs ``walk_buffered`` as in ``simulate``.
+    """
     W, n = us.shape
-    for w in nb.prange(W):
+    for w in range(W):
         walk_buffered(np.uint64(0), L, batch_size, n // batch_size, plus, pairs, omega1[w],
                       omega2[w], counts[w], active[w], us[w], vs[w], coins[w], True)
 
