@@ -21,7 +21,6 @@ from . import _cpu
 THREADS_PER_BLOCK = 128
 
 
-
 def _as_python(*names):
     """Python versions of the named ``_cpu`` functions, calling one another (first returned)."""
     ns = dict(vars(_cpu))
