@@ -1,0 +1,81 @@
+"""Numba-CUDA kernels of the walker ensemble: one thread per walker.
+
+Each thread runs ``_cpu.walk`` (an ``njit`` function, which Numba-CUDA
+compiles for the device when a kernel calls it), so a walker does exactly the
+arithmetic it does on the CPU and draws the same words from the counter-based
+generator: trajectories are identical across backends. The state and the
+batch accumulators live in global memory as (L, W) and (4, W) arrays, walker
+w in column w, so that a warp's loads of omega[u, w] share cache lines.
+
+Imported only when backend "cuda" is used. Under ``NUMBA_ENABLE_CUDASIM=1``
+the kernels run on Numba's CPU simulator (tests without a GPU).
+"""
+import types
+
+import numpy as np
+from numba import cuda
+
+from .._dispatch import cuda_simulator
+from . import _cpu
+
+THREADS_PER_BLOCK = 128
+
+
+def _as_python(*names):
+    """Python versions of the named ``_cpu`` functions, calling one another (first returned)."""
+    ns = dict(vars(_cpu))
+    for name in names:
+        f = getattr(_cpu, name).py_func
+        ns[name] = types.FunctionType(f.__code__, ns, name, f.__defaults__)
+    return ns[names[0]]
+
+
+# The simulator runs kernels as Python and cannot pass its arrays to compiled
+# code, so there the walker loop and the functions taking arrays run as Python
+# too (the generator's helpers, on scalars, stay compiled); on a GPU,
+# Numba-CUDA compiles the njit functions for the device.
+_walk = (_as_python("walk", "batch_direct", "apply", "_tally", "decide") if cuda_simulator()
+         else _cpu.walk)
+
+
+@cuda.jit
+def _simulate_kernel(seed64, walker_offset, L, batch_size, n_iters, plus, none, omega1, omega2,
+                     b1, b2, counts, active):
+    w = cuda.grid(1)
+    if w < omega1.shape[1]:
+        _walk(_cpu.walker_key(seed64, walker_offset + w), L, batch_size, n_iters, plus,
+              omega1[:, w], omega2[:, w], b1[:, w], b2[:, w], counts[:, w], active[:, w], none,
+              none, none, False)
+
+
+@cuda.jit
+def _run_kernel(us, vs, coins, L, batch_size, plus, omega1, omega2, b1, b2, counts, active):
+    w = cuda.grid(1)
+    if w < omega1.shape[1]:
+        _walk(np.uint64(0), L, batch_size, us.shape[1] // batch_size, plus, omega1[:, w],
+              omega2[:, w], b1[:, w], b2[:, w], counts[:, w], active[:, w], us[w], vs[w],
+              coins[w], True)
+
+
+def _launch(kernel, W, L, *args):
+    """Launch ``kernel`` over W walkers; return omega1, omega2, counts, active on the host."""
+    state = [cuda.to_device(np.zeros(shape, np.int64))
+             for shape in ((L, W), (L, W), (L, W), (L, W), (4, W), (4, W))]
+    blocks = (W + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+    kernel[blocks, THREADS_PER_BLOCK](*args, *state)
+    cuda.synchronize()
+    o1, o2, _, _, counts, active = (np.ascontiguousarray(s.copy_to_host().T) for s in state)
+    return o1, o2, counts, active
+
+
+def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, W):
+    """Run walkers walker_offset .. walker_offset + W - 1 from the generator."""
+    none = cuda.to_device(np.zeros(0, np.int64))
+    return _launch(_simulate_kernel, W, L, np.uint64(seed64), np.int64(walker_offset),
+                   np.int64(L), np.int64(batch_size), np.int64(n_iters), np.int64(plus), none)
+
+
+def run(us, vs, coins, L, batch_size, plus):
+    """Deterministic core on pre-drawn (W, n) int64 symbols and coins."""
+    return _launch(_run_kernel, us.shape[0], L, cuda.to_device(us), cuda.to_device(vs),
+                   cuda.to_device(coins), np.int64(L), np.int64(batch_size), np.int64(plus))
