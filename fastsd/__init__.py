@@ -17,7 +17,8 @@ _LAZY = {
     "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
     "ResultStore": ("fastsd.store", "ResultStore"),
 }
-_MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store")
+_MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
+            "walkers", "reproduce")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 

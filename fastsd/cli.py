@@ -57,7 +57,8 @@ def _add_reproduce_parser(sub):
                     "DIR/<figure>.jsonl (cells already there are skipped), then draw "
                     "DIR/<figure>.png and .svg and print its table. 'all' does every figure.")
     p.add_argument("figure", choices=FIGURES + ("all",),
-                   help="fig1b: rich accuracy over d x L; fig1c: accuracy vs L (d=256); "
+                   help="fig1a: weight alignment vs readout, rich and lazy (d=128, L=16); "
+                        "fig1b: rich accuracy over d x L; fig1c: accuracy vs L (d=256); "
                         "fig1f: accuracy vs d (L=16); "
                         "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256); "
                         "figC1: max-margin matrix and alignments (d=32); "
@@ -79,6 +80,26 @@ def _add_reproduce_parser(sub):
     p.set_defaults(func=_cmd_reproduce)
 
 
+def _add_walkers_parser(sub):
+    p = sub.add_parser(
+        "walkers", help="run the Markov walker ensemble of App. C.3",
+        description="Simulate independent sign-update Markov processes (App. C.3), one per "
+                    "run, and report mu (App. C.4) per sample category as mean +- 2 sd over "
+                    "runs, the alignment v1.v2/(|v1||v2|) and |v1|/|v2|.")
+    p.add_argument("--L", type=int, default=16, help="training symbols L (default 16)")
+    p.add_argument("--batch-size", type=int, default=512,
+                   help="samples per batch (default 512)")
+    p.add_argument("--n-iters", type=int, default=100, help="batches per run (default 100)")
+    p.add_argument("--n-walkers", type=int, default=100,
+                   help="independent walkers, one per run (default 100)")
+    p.add_argument("--readout", type=int, default=1, help="readout sign, +1 or -1 (default +1)")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON record (WalkerResult.to_record) instead of a table")
+    p.set_defaults(func=_cmd_walkers)
+
+
 def build_parser():
     """Return the argparse parser of the ``fastsd`` command."""
     parser = argparse.ArgumentParser(
@@ -89,6 +110,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train_parser(sub)
     _add_reproduce_parser(sub)
+    _add_walkers_parser(sub)
     return parser
 
 
@@ -116,6 +138,26 @@ def _cmd_train(args):
     print(f"  Eq. 3 rich theory    {float(rich_test_accuracy(cell.L)):.4f}")
     print(f"  {record['backend']} backend, {record['path']} path, {record['dtype']}, "
           f"{record['wall_time']:.1f} s")
+
+
+def _cmd_walkers(args):
+    from .walkers import CATEGORIES, simulate, summary
+
+    r = simulate(args.L, args.batch_size, args.n_iters, args.readout, args.n_walkers,
+                 seed=args.seed, backend=args.backend)
+    if args.json:
+        print(json.dumps(r.to_record(), sort_keys=True))
+        return
+    print(f"walkers: L={args.L}, batch {args.batch_size}, {args.n_iters} iterations, "
+          f"{args.n_walkers} runs, readout {args.readout:+d}, seed {args.seed}; "
+          "mean +- 2 sd over runs")
+    for c in CATEGORIES:
+        m = r.mu_summary(c)
+        print(f"  mu {c:<9} {m['mean']:.4f} +- {m['two_sd']:.4f}  ({m['n_runs']} runs)")
+    for name, values in (("alignment", r.alignment()), ("|v1|/|v2|", r.norm_ratio())):
+        m = summary(values)
+        print(f"  {name:<12} {m['mean']:+.4f} +- {m['two_sd']:.4f}  ({m['n_runs']} runs)")
+    print(f"  {r.config['backend']} backend, {r.wall_time:.2f} s")
 
 
 def _executor(args):

@@ -294,3 +294,38 @@ def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test
     if title:
         ax.set_title(title, fontsize=9)
     return _save(fig, out_prefix)
+
+
+def plot_weight_structure(rich, lazy, out_prefix, title=None):
+    """Fig. 1a/1d: alignment v1.v2/(|v1||v2|) against readout a_i, rich beside lazy.
+
+    Parameters
+    ----------
+    rich, lazy : WeightStructure
+        ``fastsd.walkers.weight_structure`` of a rich and a lazy model.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.2, 3.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    for ax, ws, name in zip(axes, (rich, lazy), ("(a) rich", "(d) lazy")):
+        ax.scatter(ws.readout, ws.alignment, s=4, alpha=0.5, color="C0" if ws is rich else "C1")
+        ax.axhline(0, color="0.7", lw=0.5)
+        ax.axvline(0, color="0.7", lw=0.5)
+        ax.set_ylim(-1.05, 1.05)
+        ax.set_xlabel("readout $a_i$")
+        ax.set_title(f"{name}: |mean a-|/|mean a+| = {ws.readout_ratio:.2f}", fontsize=9)
+    axes[0].set_ylabel(r"alignment $v^1\cdot v^2/(|v^1||v^2|)$")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)

@@ -135,7 +135,12 @@ MAX_MARGIN = {
     "figC1": dict(d=32, Ls=(256, 4096, 65536), Ps=(1024, 16384, 262144)),
     "figC1-quick": dict(d=32, Ls=(256,), Ps=(256, 1024, 4096, 16384)),
 }
-FIGURES = GRID_FIGURES + ("figC1",)
+#: Fig. 1a/1d trains one rich and one lazy model and reads their weight structure.
+WEIGHT_STRUCTURE = {
+    "fig1a": dict(d=128, L=16, width=1024, steps=15_000, eval_every=3000, seed=0),
+    "fig1a-quick": dict(d=128, L=16, width=256, steps=2000, eval_every=400, seed=0),
+}
+FIGURES = ("fig1a",) + GRID_FIGURES + ("figC1",)
 
 
 def get_preset(figure, quick=False):

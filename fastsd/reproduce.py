@@ -9,7 +9,7 @@ import json
 import os
 
 from ._validation import check_choice
-from .presets import FIGURES, MAX_MARGIN, get_preset
+from .presets import FIGURES, MAX_MARGIN, WEIGHT_STRUCTURE, get_preset
 
 
 def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
@@ -71,6 +71,43 @@ def _max_margin(name, out):
             "results": [prefix + ".json"], "figures": figures}
 
 
+def _weight_structure(name, out):
+    from .mlp import train_ensemble
+    from .plots import plot_weight_structure
+    from .scan import lazy_gamma
+    from .tasks import SameDifferent
+    from .walkers import weight_structure
+
+    cfg = WEIGHT_STRUCTURE[name]
+    task = SameDifferent(d=cfg["d"], L=cfg["L"], seed=cfg["seed"])
+    results = train_ensemble(task, [1.0, lazy_gamma(cfg["d"])], cfg["seed"], width=cfg["width"],
+                             steps=cfg["steps"], eval_every=cfg["eval_every"])
+    structures = [weight_structure(r) for r in results]
+    rows = []
+    for label, ws, r in zip(("rich", "lazy"), structures, results):
+        rows.append({"model": label, "gamma": r.config["gamma"],
+                     "best_test_accuracy": r.best_test_accuracy,
+                     "alignment_positive": float(ws.alignment[ws.readout > 0].mean()),
+                     "alignment_negative": float(ws.alignment[ws.readout < 0].mean()),
+                     "readout_ratio": ws.readout_ratio})
+    prefix = os.path.join(out, name)
+    title = (f"L = {cfg['L']}, d = {cfg['d']}, m = {cfg['width']}, {cfg['steps']} steps")
+    figures = plot_weight_structure(*structures, prefix, title=title)
+    with open(prefix + ".json", "w", encoding="utf-8") as fh:
+        json.dump({"rows": rows, "models": [ws.to_record() for ws in structures]}, fh)
+    lines = [f"{'model':>6} {'best acc':>9} {'align a>0':>10} {'align a<0':>10} "
+             f"{'|a-|/|a+|':>10}"]
+    for w in rows:
+        lines.append(f"{w['model']:>6} {w['best_test_accuracy']:>9.3f} "
+                     f"{w['alignment_positive']:>+10.3f} {w['alignment_negative']:>+10.3f} "
+                     f"{w['readout_ratio']:>10.3f}")
+    return {"figure": name, "title": "Fig. 1a/1d: hidden-weight alignment against readout",
+            "heading": "mean alignment v1.v2/(|v1||v2|) of units with a > 0 and a < 0, and "
+                       "the readout ratio |mean a-|/|mean a+| (App. C.4.3)",
+            "table": "\n".join(lines), "summary": {"rows": rows},
+            "results": [prefix + ".json"], "figures": figures}
+
+
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
               executor=None):
     """Run, draw and tabulate one figure of the paper.
@@ -114,6 +151,8 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     os.makedirs(out, exist_ok=True)     # fail on a bad folder before any training
     if figure == "figC1":
         return _max_margin("figC1-quick" if quick else "figC1", out)
+    if figure == "fig1a":
+        return _weight_structure("fig1a-quick" if quick else "fig1a", out)
     preset = get_preset(figure, quick=quick)
     records, stores = run_preset(preset, out, progress=progress, backend=backend,
                                  executor=executor)

@@ -141,3 +141,26 @@ def test_reproduce_figF1_records_activation_change_and_tabulates_it(tmp_path, ca
     records = [json.loads(line) for line in (tmp_path / "figF1-quick.jsonl").open()]
     assert {r["root_d"] for r in records} == {True, False}
     assert all(r["activation_change"] >= 0 for r in records)
+
+
+def test_walkers_command_table_json_and_bad_input(capsys):
+    assert main(["walkers", "--L", "4", "--batch-size", "16", "--n-iters", "5",
+                 "--n-walkers", "8", "--readout", "-1", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["L"] == 4 and rec["readout"] == -1 and len(rec["omega1"]) == 8
+    assert main(["walkers", "--L", "4", "--n-iters", "3", "--n-walkers", "4"]) == 0
+    assert "mu mixed" in capsys.readouterr().out
+    assert main(["walkers", "--readout", "0"]) == 1
+    assert "`readout` must be +1 or -1; got 0" in capsys.readouterr().err
+
+
+def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
+    from fastsd.presets import WEIGHT_STRUCTURE
+    monkeypatch.setitem(WEIGHT_STRUCTURE, "fig1a-quick",
+                        dict(d=8, L=4, width=32, steps=300, eval_every=100, seed=0))
+    assert main(["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["summary"]["rows"]}
+    # rich units align with the sign of their readout (App. C.4); lazy ones barely move
+    assert rows["rich"]["alignment_positive"] > rows["lazy"]["alignment_positive"]
+    assert rows["rich"]["alignment_negative"] < rows["lazy"]["alignment_negative"]
+    assert (tmp_path / "fig1a-quick.png").stat().st_size > 0

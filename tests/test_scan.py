@@ -199,3 +199,13 @@ def test_sigkill_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path, vict
     resumed = _records(killed)
     assert len(resumed) == 6 and resumed == _records(clean)
     assert all(resumed[k] == v for k, v in partial.items())
+
+
+def test_walkers_predictor_records_mu_and_alignment(tmp_path):
+    grid = Grid(readout=[1, -1], L=4, batch_size=64, n_iters=30, n_walkers=20, seed=0)
+    recs = {r["readout"]: r for r in run(grid, "walkers", tmp_path / "w.jsonl", "serial",
+                                          progress=False)}
+    from fastsd.walkers import simulate
+    direct = simulate(4, 64, 30, -1, 20, seed=0).mu_summary("mixed")
+    assert recs[-1]["mu_mixed"] == direct["mean"]
+    assert recs[1]["alignment"] > 0.9 and recs[-1]["alignment"] < -0.9

@@ -121,6 +121,48 @@ class TheoryPredictor(Predictor):
         return out
 
 
+class WalkersPredictor(Predictor):
+    """The walker ensemble of App. C.3 (``fastsd.walkers.simulate``): mu, alignment, |v1|/|v2|.
+
+    The record holds the run's configuration and, as flat columns, the mean
+    and 2 sd over walkers of mu per category (``mu_mixed``,
+    ``mu_mixed_two_sd``, ...), of the alignment and of |v1|/|v2|; the
+    per-walker states are left out (``simulate`` returns them).
+    """
+
+    name = "walkers"
+    required = ("L", "batch_size", "n_iters")
+    defaults = {"readout": 1, "n_walkers": 100, "seed": 0}
+
+    def validate(self, settings):
+        from ..walkers.process import check_settings
+        return check_settings(**settings)
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from ..walkers import CATEGORIES, simulate, summary
+
+        out = []
+        for s in group:
+            r = simulate(**s, backend=backend)
+            rec = dict(r.config, wall_time=r.wall_time, dtype="int64")
+            for c in CATEGORIES:
+                m = r.mu_summary(c)
+                rec.update({f"mu_{c}": m["mean"], f"mu_{c}_two_sd": m["two_sd"]})
+            for name, values in (("alignment", r.alignment()), ("norm_ratio", r.norm_ratio())):
+                m = summary(values)
+                rec.update({name: m["mean"], f"{name}_two_sd": m["two_sd"]})
+            out.append(json_ready(rec))
+        return out
+
+
+def json_ready(record):
+    """Return ``record`` with NaN and inf floats as None (strict JSON)."""
+    import math
+
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in record.items()}
+
+
 def cell_record(cell, result, task):
     """Return the stored record of a trained MLP cell.
 
@@ -185,7 +227,7 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
 
 
 #: The predictors ``fastsd.scan.run`` accepts, by name.
-PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor())}
+PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor(), WalkersPredictor())}
 
 
 def get_predictor(name):

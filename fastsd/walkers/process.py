@@ -133,6 +133,25 @@ def seed_state(seed):
     return np.uint64(ss.generate_state(1, np.uint64)[0]), recorded
 
 
+def check_settings(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None,
+                   walker_offset=0):
+    """Validate the arguments of ``simulate`` (but the backend); return them as a dict.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As ``simulate``.
+    """
+    n_walkers = check_int("n_walkers", n_walkers, minimum=1)
+    check_seed("seed", seed)
+    return {"L": check_int("L", L, minimum=2, maximum=MAX_L),
+            "batch_size": check_int("batch_size", batch_size, minimum=1),
+            "n_iters": check_int("n_iters", n_iters, minimum=1),
+            "readout": _check_readout(readout), "n_walkers": n_walkers, "seed": seed,
+            "walker_offset": check_int("walker_offset", walker_offset, minimum=0,
+                                       maximum=2**62 - n_walkers)}
+
+
 def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backend="auto",
              walker_offset=0):
     """Run an ensemble of independent sign-update Markov processes (App. C.3).
@@ -196,14 +215,9 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
     >>> 0.3 < r.mu_summary("mixed")["mean"] < 0.7
     True
     """
-    L = check_int("L", L, minimum=2, maximum=MAX_L)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    n_iters = check_int("n_iters", n_iters, minimum=1)
-    readout = _check_readout(readout)
-    n_walkers = check_int("n_walkers", n_walkers, minimum=1)
-    walker_offset = check_int("walker_offset", walker_offset, minimum=0,
-                              maximum=2**62 - n_walkers)
-    check_seed("seed", seed)
+    c = check_settings(L, batch_size, n_iters, readout, n_walkers, seed, walker_offset)
+    L, batch_size, n_iters, readout, n_walkers, walker_offset = (
+        c[k] for k in ("L", "batch_size", "n_iters", "readout", "n_walkers", "walker_offset"))
     seed64, recorded = seed_state(seed)
     backend = resolve_backend(backend, needs_cupy=False)
 
