@@ -208,4 +208,4 @@ def test_walkers_predictor_records_mu_and_alignment(tmp_path):
     from fastsd.walkers import simulate
     direct = simulate(4, 64, 30, -1, 20, seed=0).mu_summary("mixed")
     assert recs[-1]["mu_mixed"] == direct["mean"]
-    assert recs[1]["alignment"] > 0.9 and recs[-1]["alignment"] < -0.9
+    assert recs[1]["alignment"] > 0.5 and recs[-1]["alignment"] < -0.5
