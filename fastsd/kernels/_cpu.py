@@ -16,9 +16,12 @@ _TWO_PI = 2.0 * math.pi
 
 
 @nb.njit(inline="always")
-def _ntk(dot, nx, ny):
-    """ntk from x.y and the norms |x|, |y| (see ``_reference``)."""
-    nn = nx * ny
+def _ntk(dot, nx2, ny2):
+    """ntk from x.y and the squared norms |x|^2, |y|^2 (see ``_reference``).
+
+    |x||y| = sqrt(|x|^2 |y|^2) makes rho exactly 1 for a pair with itself.
+    """
+    nn = math.sqrt(nx2 * ny2)
     if nn <= 0.0:
         return 0.0
     rho = dot / nn
@@ -31,17 +34,17 @@ def _ntk(dot, nx, ny):
 
 
 @nb.njit(parallel=True, cache=True)
-def pair_ntk(T1, r1, T2, r2, rn, c1, c2, cn, out):
-    """out[i, j] = ntk of row pair i and column pair j; rn, cn are norms (not squared)."""
+def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
+    """out[i, j] = ntk of row pair i and column pair j; rn, cn are squared norms."""
     for i in nb.prange(out.shape[0]):
         a = T1[r1[i]]
         b = T2[r2[i]]
         for j in range(out.shape[1]):
-            out[i, j] = _ntk(a[c1[j]] + b[c2[j]], rn[i], cn[j])
+            out[i, j] = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
 
 
 @nb.njit(parallel=True, cache=True)
-def pair_ntk_matvec(T1, r1, T2, r2, rn, c1, c2, cn, V, out):
+def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
     """out[i, :] = sum_j ntk(i, j) V[j, :], without storing the kernel; V is (k, r)."""
     r = V.shape[1]
     for i in nb.prange(out.shape[0]):
@@ -49,7 +52,7 @@ def pair_ntk_matvec(T1, r1, T2, r2, rn, c1, c2, cn, V, out):
         b = T2[r2[i]]
         acc = np.zeros(r)
         for j in range(V.shape[0]):
-            kij = _ntk(a[c1[j]] + b[c2[j]], rn[i], cn[j])
+            kij = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
             for q in range(r):
                 acc[q] += kij * V[j, q]
         for q in range(r):

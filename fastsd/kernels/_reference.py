@@ -49,7 +49,7 @@ def kernels_from_gram(dot, nx2, ny2, xp=np):
     -------
     k0, k1, ntk : arrays shaped like ``dot``
     """
-    nn = xp.sqrt(nx2) * xp.sqrt(ny2)
+    nn = xp.sqrt(nx2 * ny2)     # rho is exactly 1 for a pair with itself
     pos = nn > 0
     rho = xp.where(pos, dot / xp.where(pos, nn, 1.0), 0.0)
     rho, pit, sint = _trig(rho, xp)
@@ -63,24 +63,32 @@ def _combine(pos, nn, rho, pit, sint, xp):
     return k0, k1, ntk
 
 
+def _unit_rows(X, xp):
+    """Rows scaled to unit length (zero rows stay zero) and their norms, without overflow."""
+    X = xp.asarray(X, dtype=xp.float64)
+    s = xp.max(xp.abs(X), axis=1, keepdims=True) if X.shape[1] else xp.zeros((len(X), 1))
+    s = xp.where(s > 0, s, 1.0)
+    Xs = X / s
+    n = xp.sqrt(xp.sum(Xs * Xs, axis=1, keepdims=True))
+    U = Xs / xp.where(n > 0, n, 1.0)
+    return U, (n * s)[:, 0]
+
+
 def arccos_kernels(X, Y, xp=np):
     """k0, k1, ntk between the rows of X (n, p) and Y (k, p), float64, shape (n, k).
 
-    The Gram matrix comes from one GEMM; entries with |rho| > 1 - REFINE are
+    Rows are scaled to unit length first (so huge or tiny inputs neither
+    overflow nor underflow), the cosines come from one GEMM; entries with |rho| > 1 - REFINE are
     recomputed from the vectors (O(p) each) with Kahan's angle formula.
     """
-    X = xp.asarray(X, dtype=xp.float64)
-    Y = xp.asarray(Y, dtype=xp.float64)
-    nx = xp.sqrt(xp.sum(X * X, axis=1))
-    ny = xp.sqrt(xp.sum(Y * Y, axis=1))
+    X, nx = _unit_rows(X, xp)
+    Y, ny = _unit_rows(Y, xp)
     nn = nx[:, None] * ny[None, :]
     pos = nn > 0
-    rho = xp.where(pos, (X @ Y.T) / xp.where(pos, nn, 1.0), 0.0)
-    rho, pit, sint = _trig(rho, xp)
+    rho, pit, sint = _trig(X @ Y.T, xp)
     i, j = xp.nonzero(pos & (xp.abs(rho) > 1.0 - REFINE))
     if i.size:
-        xh = X[i] / nx[i, None]
-        yh = Y[j] / ny[j, None]
+        xh, yh = X[i], Y[j]
         a = xp.sqrt(xp.sum((xh - yh) ** 2, axis=1))     # 2 sin(t/2)
         b = xp.sqrt(xp.sum((xh + yh) ** 2, axis=1))     # 2 cos(t/2)
         h2 = a * a + b * b

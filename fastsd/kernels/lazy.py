@@ -98,7 +98,9 @@ def _default_max_bytes():
 
 
 def _fmt_bytes(n):
-    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+    if n >= 2**30:
+        return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
 def _json(x):
@@ -209,7 +211,7 @@ class _Ops:
         """Kernel rows for (r1, r2) against columns (c1, c2), shape (len(r1), len(c1))."""
         if self.backend == "cpu":
             out = np.empty((len(r1), len(c1)))
-            self._cpu.pair_ntk(T1, r1, T2, r2, np.sqrt(rn2), c1, c2, np.sqrt(cn2), out)
+            self._cpu.pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out)
             return out
         return _reference.pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, self.xp)
 
@@ -218,7 +220,7 @@ class _Ops:
         V2 = V.reshape(len(c1), -1)
         if self.backend == "cpu":
             out = np.empty((len(r1), V2.shape[1]))
-            self._cpu.pair_ntk_matvec(T1, r1, T2, r2, np.sqrt(rn2), c1, c2, np.sqrt(cn2),
+            self._cpu.pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2,
                                       np.ascontiguousarray(V2), out)
         else:
             rows = max(1, _BLOCK_BYTES // (8 * max(1, len(c1))))
@@ -550,9 +552,11 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
         accs, losses, marks = [], [], []
         if method == "logistic_flow":
             sw = xp.sqrt(w_d)
-            mu = alpha0 * _lambda_max(Kop, sw, xp) / 4.0
+            # the Jacobian of the flow has eigenvalues in [-alpha0 lambda_max / 4, 0]
+            # (sigmoid' <= 1/4); RK4 steps of h = 1/(2 mu) keep h |eigenvalue| <= 1/2
+            mu = 2.0 * alpha0 * _lambda_max(Kop, sw, xp) / 4.0
             n_sub = max(1, math.ceil(eval_every * mu))
-            info.update(rk4_substeps_per_eval=n_sub, lambda_max=4.0 * mu / alpha0)
+            info.update(rk4_substeps_per_eval=n_sub, lambda_max=2.0 * mu / alpha0)
 
             def rhs(cc):
                 return -alpha0 * w_d * (_sigmoid(Kop @ cc, xp) - y_d)
