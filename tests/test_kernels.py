@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastsd.kernels import arccos, empirical_ntk, nngp, ntk
-from fastsd.kernels import _cpu, _reference
+from fastsd.kernels import _cpu, _reference, arccos, empirical_ntk, nngp, ntk
 
 
 def _pair(norm_x, norm_y, u, p=3):

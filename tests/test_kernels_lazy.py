@@ -10,6 +10,7 @@
 - bad input and too-large solves fail early with clear messages.
 """
 import importlib.util
+import itertools
 import json
 import math
 
@@ -75,14 +76,14 @@ def test_logistic_flow_matches_scipy_ode():
     assert r.history["step"] == [200, 400, 600]
     assert r.best_test_accuracy == max(r.history["test_accuracy"])
     losses = r.history["train_loss"]
-    assert losses[0] < math.log(2) and all(a > b for a, b in zip(losses, losses[1:]))
+    assert losses[0] < math.log(2) and all(a > b for a, b in itertools.pairwise(losses))
 
 
 def test_logistic_sgd_is_the_limit_of_wide_lazy_networks():
     d = 4
     task = SameDifferent(d=d, L=6, seed=4)
     xt, _ = task.sample_test(64, seed=5)
-    kw = dict(steps=300, eval_every=100, n_test=64, seed=6)
+    kw = {"steps": 300, "eval_every": 100, "n_test": 64, "seed": 6}
     lim = lazy_limit(task, "logistic_sgd", test_x=xt, backend="cpu", **kw)
     assert lim.history["test_accuracy"] == lazy_limit(task, "logistic_sgd", backend="numpy",
                                                       **kw).history["test_accuracy"]

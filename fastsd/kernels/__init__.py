@@ -10,5 +10,14 @@ from .arccos import arccos, nngp, ntk
 from .empirical import empirical_ntk
 from .lazy import CG_MAX_PAIRS, LazyResult, SolveTooLargeError, lazy_cell, lazy_limit
 
-__all__ = ["arccos", "nngp", "ntk", "empirical_ntk", "lazy_limit", "lazy_cell", "LazyResult",
-           "SolveTooLargeError", "CG_MAX_PAIRS"]
+__all__ = [
+           "CG_MAX_PAIRS",
+           "LazyResult",
+           "SolveTooLargeError",
+           "arccos",
+           "empirical_ntk",
+           "lazy_cell",
+           "lazy_limit",
+           "nngp",
+           "ntk",
+]
