@@ -12,6 +12,8 @@ import math
 import numba as nb
 import numpy as np
 
+from ..mlp._cpu import _bce, _sigmoid
+
 _TWO_PI = 2.0 * math.pi
 
 
@@ -59,14 +61,6 @@ def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
             out[i, q] = acc[q]
 
 
-@nb.njit(inline="always")
-def _sigmoid(f):
-    if f >= 0:
-        return 1.0 / (1.0 + math.exp(-f))
-    ef = math.exp(f)
-    return ef / (1.0 + ef)
-
-
 @nb.njit(parallel=True, cache=True)
 def kernel_sgd(K, idx, y, lr, c, loss):
     """Kernel SGD in function space: f = K c over pairs; idx, y are (steps, batch).
@@ -86,7 +80,6 @@ def kernel_sgd(K, idx, y, lr, c, loss):
             f[b] = acc
         tot = 0.0
         for b in range(B):
-            z = (1.0 - 2.0 * y[t, b]) * f[b]
-            tot += max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+            tot += _bce(f[b], y[t, b])
             c[idx[t, b]] -= lr * (_sigmoid(f[b]) - y[t, b])
         loss[t] = tot / B
