@@ -429,7 +429,7 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
         carrying weight 1/2. An array: these (u, v) pairs (repeats allowed),
         weighted half same, half different.
     seed : int, SeedSequence or None
-        Seeds the pair sample, the test sets and (logistic_sgd) the batches.
+        None draws fresh entropy, recorded in ``config["seed"]``. Seeds the pair sample, the test sets and (logistic_sgd) the batches.
         Test sets come from ``task.sample_test(n_test, seed)`` (regression) or
         the "test" stream of ``train``'s streams (flows).
     n_test : int, default 4096
@@ -494,6 +494,7 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
     if isinstance(seed, np.random.Generator):
         raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None, so that the "
                         "result can be rebuilt; got a Generator.")
+    seed = seed_sequence(seed)      # None: fresh entropy, recorded in config["seed"]
     n_test = check_int("n_test", n_test, minimum=1)
     ridge = check_float("ridge", ridge, nonnegative=True)
     tol = check_float("tol", tol, positive=True)
@@ -653,10 +654,9 @@ def _to_host(a):
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
-def _seed_record(seed):
-    if seed is None or isinstance(seed, (int, np.integer)):
-        return None if seed is None else int(seed)
-    return int(seed.entropy) if not seed.spawn_key else None
+def _seed_record(ss):
+    """The integer that rebuilds the run (the SeedSequence's entropy), or None for a spawned one."""
+    return None if ss.spawn_key else int(ss.entropy)
 
 
 def lazy_cell(d, L, *, task_seed=0, seed=0, method="regression", **kwargs):
