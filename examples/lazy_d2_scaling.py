@@ -13,7 +13,8 @@ the standard deviation over bootstrap resamples of the seeds (cell by cell),
 and the regression standard error is printed too. Theorem 2 bounds the need
 by L ~ d^2.
 
-    PYTHONPATH=. python examples/lazy_d2_scaling.py [--quick] [--measure best|final] [--out FILE]
+    PYTHONPATH=. python examples/lazy_d2_scaling.py [--quick] [--measure best|final]
+        [--ds 12 16 24 32 48] [--grid 8 12 16 24 32 48 64 96] [--out FILE]
 """
 import argparse
 import json
@@ -51,10 +52,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--measure", choices=("best", "final"), default="best")
+    ap.add_argument("--ds", type=int, nargs="+", default=None, help="dimensions to scan")
+    ap.add_argument("--grid", type=int, nargs="+", default=None, help="L values to try")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    ds = (4, 6, 8, 12, 16) if args.quick else (4, 6, 8, 12, 16, 24, 32)
-    grid = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)
+    ds = args.ds or ((4, 6, 8, 12, 16) if args.quick else (4, 6, 8, 12, 16, 24, 32))
+    grid = args.grid or (3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)
     seeds = (0, 1, 2)
     steps = 25000
     if args.measure == "best":
