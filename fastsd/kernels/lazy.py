@@ -58,8 +58,9 @@ Regression solves (W^1/2 K W^1/2 + lam I) z = W^1/2 y, c = W^1/2 z, with
 lam = ``ridge`` times the mean diagonal of W^1/2 K W^1/2. Should the
 Cholesky factorisation fail (duplicate pairs with ridge = 0, a numerically
 singular Gram), lam is raised tenfold from 1e-12 of that mean until it
-succeeds; the lam used is recorded in ``solver_info["jitter"]``. Duplicate
-pairs thus give finite results.
+succeeds; the matrix-free CG uses lam >= 1e-12 of that mean. The lam used
+is recorded in ``solver_info["jitter"]``. Duplicate pairs and numerically
+equal symbols thus give finite results.
 """
 import contextlib
 import json
