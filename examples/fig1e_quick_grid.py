@@ -2,10 +2,10 @@
 
 Infinite-width panel: ``lazy_cell(d, L, method="logistic_flow")`` over all L^2
 pairs, 5,000 SGD steps' worth of time, best test accuracy over 5 evaluations on
-1024 fresh pairs, one task seed, d in {4, 8, 16}, L in {4, 8, 16, 32}.
+1024 fresh pairs, one task seed, d in {4, 8, 16, 32}, L in {4, 8, 16, 32, 64}.
 Finite panel: ``fastsd.train`` at gamma = 1e-5/sqrt(d), width 1024, the same
 steps and evaluations (same seeds, so the limit and the network see the same
-symbols, batches and test sets), d in {8, 16}, L in {8, 32}. Prints a
+symbols, batches and test sets), d in {8, 16, 32}, L in {16, 64}. Prints a
 heatmap-style table, per-cell times and the total.
 
     PYTHONPATH=. python examples/fig1e_quick_grid.py
@@ -16,8 +16,8 @@ import time
 from fastsd import SameDifferent, train
 from fastsd.kernels import lazy_cell
 
-DS, LS = (4, 8, 16), (4, 8, 16, 32)
-NET_DS, NET_LS = (8, 16), (8, 32)
+DS, LS = (4, 8, 16, 32), (4, 8, 16, 32, 64)
+NET_DS, NET_LS = (8, 16, 32), (16, 64)
 STEPS, EVAL, N_TEST, WIDTH = 5000, 1000, 1024, 1024
 
 
