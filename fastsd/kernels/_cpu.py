@@ -1,0 +1,85 @@
+"""Numba builds of the same-different pair NTK (the O(n k) part around BLAS).
+
+``pair_ntk`` fills a block of the kernel matrix; ``pair_ntk_matvec`` applies
+the kernel to a vector without storing it (memory O(n + k)), for the
+matrix-free conjugate-gradient and flow solvers. Both read symbol dot products
+from L x L (or n x L) tables, so nothing depends on d. Rows run in parallel
+(``prange``); each output entry is computed by one thread in a fixed order, so
+results do not depend on the thread count.
+"""
+import math
+
+import numba as nb
+import numpy as np
+
+from ..mlp._cpu import _bce, _sigmoid
+
+_TWO_PI = 2.0 * math.pi
+
+
+@nb.njit(inline="always")
+def _ntk(dot, nx2, ny2):
+    """ntk from x.y and the squared norms |x|^2, |y|^2 (see ``_reference``).
+
+    |x||y| = sqrt(|x|^2 |y|^2) makes rho exactly 1 for a pair with itself.
+    """
+    nn = math.sqrt(nx2 * ny2)
+    if nn <= 0.0:
+        return 0.0
+    rho = dot / nn
+    if rho > 1.0:
+        rho = 1.0
+    elif rho < -1.0:
+        rho = -1.0
+    pit = math.acos(-rho)
+    return nn * (2.0 * rho * pit + math.sqrt((1.0 - rho) * (1.0 + rho))) / _TWO_PI
+
+
+@nb.njit(parallel=True, cache=True)
+def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
+    """out[i, j] = ntk of row pair i and column pair j; rn, cn are squared norms."""
+    for i in nb.prange(out.shape[0]):
+        a = T1[r1[i]]
+        b = T2[r2[i]]
+        for j in range(out.shape[1]):
+            out[i, j] = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
+
+
+@nb.njit(parallel=True, cache=True)
+def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
+    """out[i, :] = sum_j ntk(i, j) V[j, :], without storing the kernel; V is (k, r)."""
+    r = V.shape[1]
+    for i in nb.prange(out.shape[0]):
+        a = T1[r1[i]]
+        b = T2[r2[i]]
+        acc = np.zeros(r)
+        for j in range(V.shape[0]):
+            kij = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
+            for q in range(r):
+                acc[q] += kij * V[j, q]
+        for q in range(r):
+            out[i, q] = acc[q]
+
+
+@nb.njit(parallel=True, cache=True)
+def kernel_sgd(K, idx, y, lr, c, loss):
+    """Kernel SGD in function space: f = K c over pairs; idx, y are (steps, batch).
+
+    Each step evaluates f at the batch pairs from the current c (rows in
+    parallel), then c[idx[t, b]] -= lr (sigmoid(f_b) - y_b) in batch order.
+    ``loss[t]`` receives the step's mean BCE, measured before the update.
+    """
+    B = idx.shape[1]
+    f = np.empty(B)
+    for t in range(idx.shape[0]):
+        for b in nb.prange(B):
+            row = K[idx[t, b]]
+            acc = 0.0
+            for q in range(c.shape[0]):
+                acc += row[q] * c[q]
+            f[b] = acc
+        tot = 0.0
+        for b in range(B):
+            tot += _bce(f[b], y[t, b])
+            c[idx[t, b]] -= lr * (_sigmoid(f[b]) - y[t, b])
+        loss[t] = tot / B

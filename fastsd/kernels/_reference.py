@@ -1,0 +1,125 @@
+"""Float64 reference of the arc-cosine kernels and the same-different pair kernel.
+
+Written against an array module ``xp`` (NumPy, or CuPy for backend "cuda"), so
+that the GPU path is this same code.
+
+Normalization: w ~ N(0, I) (Cho & Saul 2009). With rho = x.y / (|x||y|) and
+t = arccos(rho) in [0, pi],
+
+    k0(x, y) = E[relu'(w.x) relu'(w.y)] = (pi - t) / (2 pi)
+    k1(x, y) = E[relu(w.x) relu(w.y)]   = |x||y| (sin t + (pi - t) rho) / (2 pi)
+    ntk(x, y) = (x.y) k0 + k1           = |x||y| (2 rho (pi - t) + sin t) / (2 pi)
+
+so ntk(x, x) = |x|^2 and, for unit inputs, ntk = u (1 - t/pi) + sqrt(1 - u^2)/(2 pi)
+(App. D). relu'(0) = 0, so every kernel is 0 when x or y is the zero vector.
+
+Angles: from Gram entries, rho is clipped to [-1, 1] and sin t is formed as
+sqrt((1 - rho)(1 + rho)), so no NaN can arise. Where the vectors themselves
+are at hand (``arccos_kernels``) and |rho| > 1 - ``REFINE``, the angle is
+recomputed from them with Kahan's half-angle formula
+t = 2 atan2(|x^ - y^|, |x^ + y^|), which is exact for collinear and
+anti-collinear inputs (ntk(x, -x) = 0 exactly).
+"""
+import math
+
+import numpy as np
+
+#: |rho| above 1 - REFINE gets its angle recomputed from the vectors.
+REFINE = 1e-4
+TWO_PI = 2.0 * math.pi
+
+
+def _trig(rho, xp):
+    """(rho, pi - t, sin t) from cosines that may round past +-1."""
+    rho = xp.clip(rho, -1.0, 1.0)
+    return rho, xp.arccos(-rho), xp.sqrt((1.0 - rho) * (1.0 + rho))
+
+
+def kernels_from_gram(dot, nx2, ny2, xp=np):
+    """k0, k1 and ntk from dot products and squared norms (broadcasting).
+
+    Parameters
+    ----------
+    dot : array, float64
+        x.y entries.
+    nx2, ny2 : array, float64
+        |x|^2 and |y|^2, broadcastable against ``dot``.
+
+    Returns
+    -------
+    k0, k1, ntk : arrays shaped like ``dot``
+    """
+    nn = xp.sqrt(nx2 * ny2)     # rho is exactly 1 for a pair with itself
+    pos = nn > 0
+    rho = xp.where(pos, dot / xp.where(pos, nn, 1.0), 0.0)
+    rho, pit, sint = _trig(rho, xp)
+    return _combine(pos, nn, rho, pit, sint, xp)
+
+
+def _combine(pos, nn, rho, pit, sint, xp):
+    k0 = xp.where(pos, pit / TWO_PI, 0.0)
+    k1 = nn * (sint + pit * rho) / TWO_PI
+    ntk = nn * (2.0 * rho * pit + sint) / TWO_PI
+    return k0, k1, ntk
+
+
+def _unit_rows(X, xp):
+    """Rows scaled to unit length (zero rows stay zero) and their norms, without overflow."""
+    X = xp.asarray(X, dtype=xp.float64)
+    s = xp.max(xp.abs(X), axis=1, keepdims=True) if X.shape[1] else xp.zeros((len(X), 1))
+    s = xp.where(s > 0, s, 1.0)
+    Xs = X / s
+    n = xp.sqrt(xp.sum(Xs * Xs, axis=1, keepdims=True))
+    U = Xs / xp.where(n > 0, n, 1.0)
+    return U, (n * s)[:, 0]
+
+
+def arccos_kernels(X, Y, xp=np):
+    """k0, k1, ntk between the rows of X (n, p) and Y (k, p), float64, shape (n, k).
+
+    Rows are scaled to unit length first (so huge or tiny inputs neither
+    overflow nor underflow), the cosines come from one GEMM; entries with |rho| > 1 - REFINE are
+    recomputed from the vectors (O(p) each) with Kahan's angle formula.
+    """
+    X, nx = _unit_rows(X, xp)
+    Y, ny = _unit_rows(Y, xp)
+    nn = nx[:, None] * ny[None, :]
+    pos = nn > 0
+    rho, pit, sint = _trig(X @ Y.T, xp)
+    i, j = xp.nonzero(pos & (xp.abs(rho) > 1.0 - REFINE))
+    if i.size:
+        xh, yh = X[i], Y[j]
+        a = xp.sqrt(xp.sum((xh - yh) ** 2, axis=1))     # 2 sin(t/2)
+        b = xp.sqrt(xp.sum((xh + yh) ** 2, axis=1))     # 2 cos(t/2)
+        h2 = a * a + b * b
+        rho[i, j] = (b * b - a * a) / h2
+        pit[i, j] = 2.0 * xp.arctan2(b, a)
+        sint[i, j] = 2.0 * a * b / h2
+    return _combine(pos, nn, rho, pit, sint, xp)
+
+
+def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, xp=np):
+    """NTK between pair inputs from symbol dot-product tables; no d-length vectors.
+
+    Row pair i and column pair j = (c1[j], c2[j]) have
+    x_i . x_j = T1[r1[i], c1[j]] + T2[r2[i], c2[j]]. For training rows,
+    T1 = T2 = G (the L x L symbol Gram) and r1, r2 are the rows' symbols; for
+    test rows, T1 (T2) holds the dot products of the test pairs' first (second)
+    items with the symbols and r1 = r2 = arange(n).
+
+    Parameters
+    ----------
+    T1, T2 : array (*, L), float64
+    r1, r2 : int arrays (n,)
+    rn2 : array (n,)
+        Squared norms of the row pairs.
+    c1, c2 : int arrays (k,)
+    cn2 : array (k,)
+        Squared norms of the column pairs.
+
+    Returns
+    -------
+    array (n, k), float64
+    """
+    dot = T1[r1[:, None], c1[None, :]] + T2[r2[:, None], c2[None, :]]
+    return kernels_from_gram(dot, rn2[:, None], cn2[None, :], xp)[2]

@@ -1,0 +1,163 @@
+"""The lazy-limit solver against explicit pair vectors and finite networks.
+
+- regression equals a dense solve over explicit pair vectors with ``ntk`` and the
+  training distribution's weights (1/(2L) same, 1/(2L(L-1)) different), and
+  interpolates the labels +-1 at vanishing ridge;
+- logistic_flow equals SciPy's ODE solution of dc/dt = -alpha0 W (sigmoid(K c) - y);
+- logistic_sgd is the limit of finite networks trained at gamma = 1e-5/sqrt(d):
+  the logit gap shrinks like 1/sqrt(width);
+- backends and solvers agree; duplicates and near-singular Grams stay finite;
+- bad input and too-large solves fail early with clear messages.
+"""
+import importlib.util
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from fastsd import SameDifferent, train
+from fastsd.kernels import SolveTooLargeError, lazy_cell, lazy_limit, ntk
+
+
+def explicit(task, u, v):
+    return np.hstack([task.symbols[u], task.symbols[v]])
+
+
+def all_pairs(L):
+    u, v = np.divmod(np.arange(L * L), L)
+    w = np.where(u == v, 1 / (2 * L), 1 / (2 * L * (L - 1)))
+    return u, v, w
+
+
+def test_regression_equals_dense_solve_on_explicit_vectors():
+    task = SameDifferent(d=5, L=6, seed=0)
+    u, v, w = all_pairs(6)
+    X = explicit(task, u, v)
+    xt, _ = task.sample_test(40, seed=9)
+    K = ntk(X, X)
+    sw = np.sqrt(w)
+    ridge = 1e-3
+    lam = ridge * np.mean(w * np.sum(X * X, axis=1))
+    z = np.linalg.solve(sw[:, None] * K * sw + lam * np.eye(36), sw * np.where(u == v, 1., -1.))
+    want = ntk(xt, X) @ (sw * z)
+    for backend in ("numpy", "cpu"):
+        for solver in ("dense", "cg"):
+            r = lazy_limit(task, ridge=ridge, test_x=xt, n_test=50, backend=backend,
+                           solver=solver, tol=1e-12)
+            np.testing.assert_allclose(r.predictions, want, rtol=1e-7, atol=1e-9)
+            assert r.n_train_pairs == 36 and r.n_same == 6 and r.pair_selection == \
+                "all ordered pairs"
+
+
+def test_regression_interpolates_training_labels():
+    task = SameDifferent(d=6, L=5, seed=1)
+    u, v, _ = all_pairs(5)
+    r = lazy_limit(task, ridge=1e-12, test_x=explicit(task, u, v), n_test=20)
+    np.testing.assert_allclose(r.predictions, np.where(u == v, 1.0, -1.0), atol=1e-5)
+
+
+def test_logistic_flow_matches_scipy_ode():
+    task = SameDifferent(d=4, L=4, seed=2)
+    u, v, w = all_pairs(4)
+    X = explicit(task, u, v)
+    K = ntk(X, X)
+    y = (u == v) * 1.0
+    alpha0, steps = 0.1, 600
+    sol = solve_ivp(lambda t, c: -alpha0 * w * (1 / (1 + np.exp(-K @ c)) - y), (0, steps),
+                    np.zeros(16), rtol=1e-11, atol=1e-13)
+    xt, _ = task.sample_test(30, seed=3)
+    r = lazy_limit(task, "logistic_flow", steps=steps, eval_every=200, test_x=xt, n_test=20,
+                   seed=0)
+    # RK4 at steps h |eigenvalue| <= 1/2: logits O(1) to ~1e-6
+    np.testing.assert_allclose(r.predictions, ntk(xt, X) @ sol.y[:, -1], rtol=0, atol=2e-6)
+    assert r.history["step"] == [200, 400, 600]
+    assert r.best_test_accuracy == max(r.history["test_accuracy"])
+    losses = r.history["train_loss"]
+    assert losses[0] < math.log(2) and all(a > b for a, b in itertools.pairwise(losses))
+
+
+def test_logistic_sgd_is_the_limit_of_wide_lazy_networks():
+    d = 4
+    task = SameDifferent(d=d, L=6, seed=4)
+    xt, _ = task.sample_test(64, seed=5)
+    kw = {"steps": 300, "eval_every": 100, "n_test": 64, "seed": 6}
+    lim = lazy_limit(task, "logistic_sgd", test_x=xt, backend="cpu", **kw)
+    assert lim.history["test_accuracy"] == lazy_limit(task, "logistic_sgd", backend="numpy",
+                                                      **kw).history["test_accuracy"]
+    gap = {}
+    for m in (256, 4096):
+        net = train(task, 1e-5 / math.sqrt(d), width=m, dtype="float64", **kw)
+        gap[m] = np.sqrt(np.mean((net.predict(xt) - lim.predictions) ** 2))
+    scale = np.sqrt(np.mean(lim.predictions ** 2))
+    # 16x the width: the gap falls ~4x (1/sqrt(width)); it is a small fraction at m = 4096
+    assert gap[256] / gap[4096] > 2.0 and gap[4096] < 0.2 * scale
+
+
+def test_duplicates_and_near_singular_grams_stay_finite():
+    task = SameDifferent(d=3, L=4, seed=7)
+    pairs = np.array([[0, 0], [0, 0], [1, 2], [1, 2], [1, 2], [3, 3]])
+    xt, _ = task.sample_test(10, seed=1)
+    r = lazy_limit(task, pairs=pairs, ridge=0.0, test_x=xt, n_test=10)
+    assert np.all(np.isfinite(r.predictions)) and r.solver_info["jitter"] > 0
+    assert (r.n_train_pairs, r.n_same, r.n_diff, r.pair_selection) == (6, 3, 3, "given")
+    task.symbols[1] = task.symbols[0] + 1e-14          # two numerically equal symbols
+    for method in ("regression", "logistic_flow"):
+        for solver in ("dense", "cg"):
+            r = lazy_limit(task, method, ridge=0.0, test_x=xt, n_test=10, solver=solver,
+                           steps=50, eval_every=50)
+            assert np.all(np.isfinite(r.predictions)), (method, solver)
+
+
+def test_sampled_pairs_are_distinct_balanced_and_recorded():
+    task = SameDifferent(d=3, L=10, seed=8)
+    r = lazy_limit(task, pairs=50, seed=3, n_test=100)
+    assert (r.n_train_pairs, r.n_same, r.n_diff) == (50, 10, 40)
+    assert r.pair_selection.startswith("sampled: 10 distinct same pairs and 40 distinct")
+    rec = r.to_record()
+    assert json.loads(json.dumps(rec, allow_nan=False)) == rec
+    assert rec["test_accuracy"] == r.test_accuracy and rec["d"] == 3 and rec["L"] == 10
+    assert abs(r.test_accuracy_se - math.sqrt(r.test_accuracy * (1 - r.test_accuracy) / 100)) \
+        < 1e-15
+    assert lazy_cell(3, 10, task_seed=8, seed=3, pairs=50, n_test=100)["test_accuracy"] \
+        == r.test_accuracy
+
+
+def test_bad_input_and_too_large_solves_fail_early():
+    task = SameDifferent(d=3, L=4, seed=0)
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        lazy_limit(task, "svm")
+    with pytest.raises(ValueError, match="sigma2 = 0"):
+        lazy_limit(SameDifferent(d=3, L=4, sigma2=0.5))
+    with pytest.raises(ValueError, match=r"`pairs` must hold symbol indices in \[0, 3\]"):
+        lazy_limit(task, pairs=np.array([[0, 4]]))
+    with pytest.raises(ValueError, match="`pairs` must be 'all', an integer"):
+        lazy_limit(task, pairs=np.array([0, 1]))
+    with pytest.raises(ValueError, match="`pairs` must be an integer <= 16"):
+        lazy_limit(task, pairs=17)
+    with pytest.raises(ValueError, match=r"`test_x` must be an array of shape \(n, 6\)"):
+        lazy_limit(task, test_x=np.ones((2, 5)))
+    with pytest.raises(ValueError, match="`pairs` must be 'all' with method 'logistic_sgd'"):
+        lazy_limit(task, "logistic_sgd", pairs=8)
+    with pytest.raises(TypeError, match="`task` must be a fastsd symbol task"):
+        lazy_limit("task")
+    with pytest.raises(SolveTooLargeError, match=r"P = 16 training pairs needs 2048 bytes "
+                                                 r".* max_bytes = 1000 bytes"):
+        lazy_limit(task, solver="dense", max_bytes=1000)
+    big = SameDifferent(d=2, L=400, seed=0)
+    with pytest.raises(MemoryError, match=r"P = 160000 training pairs .* 190.73 GiB"):
+        lazy_limit(big, max_bytes=1 << 20)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None,
+                    reason="CuPy is not installed: the 'cuda' backend (the reference on CuPy "
+                           "arrays) is tested only on a GPU machine")
+def test_cuda_backend_matches_numpy():
+    task = SameDifferent(d=5, L=8, seed=0)
+    xt, _ = task.sample_test(20, seed=1)
+    for method in ("regression", "logistic_flow"):
+        a = lazy_limit(task, method, test_x=xt, backend="numpy", steps=200, eval_every=100)
+        b = lazy_limit(task, method, test_x=xt, backend="cuda", steps=200, eval_every=100)
+        np.testing.assert_allclose(b.predictions, a.predictions, rtol=1e-8, atol=1e-10)
