@@ -18,34 +18,16 @@ by L ~ d^2.
 """
 import argparse
 import json
-import math
 import time
 
 import numpy as np
 
 from fastsd import SameDifferent
+from fastsd.analysis import power_law_fit as fit
+from fastsd.analysis import threshold_crossing
 from fastsd.kernels import lazy_limit
 
 TARGET = 0.75
-
-
-def crossing(Ls, accs, target=TARGET):
-    """L where the accuracy first passes target (log-linear interpolation), or None."""
-    for i in range(1, len(Ls)):
-        if accs[i - 1] < target <= accs[i]:
-            t = (target - accs[i - 1]) / (accs[i] - accs[i - 1])
-            return math.exp(math.log(Ls[i - 1]) + t * (math.log(Ls[i]) - math.log(Ls[i - 1])))
-    return None
-
-
-def fit(ds, Ls):
-    x, y = np.log(ds), np.log(Ls)
-    A = np.vstack([np.ones_like(x), x]).T
-    coef, _res, *_ = np.linalg.lstsq(A, y, rcond=None)
-    r = y - A @ coef
-    s2 = r @ r / max(1, len(x) - 2)
-    se = math.sqrt(s2 * np.linalg.inv(A.T @ A)[1, 1])
-    return coef[1], se
 
 
 def main():
@@ -87,7 +69,7 @@ def main():
                 break
         table[d] = (Ls, accs)
     rng = np.random.default_rng(0)
-    point = {d: crossing(Ls, np.mean(a, axis=1)) for d, (Ls, a) in table.items()}
+    point = {d: threshold_crossing(Ls, np.mean(a, axis=1), TARGET) for d, (Ls, a) in table.items()}
     good = [d for d in ds if point[d] is not None]
     print("\nL* at accuracy", TARGET, {d: round(point[d], 2) for d in good})
     b, se = fit(np.array(good, float), np.array([point[d] for d in good]))
@@ -98,7 +80,7 @@ def main():
             Ls, a = table[d]
             a = np.asarray(a)
             pick = rng.integers(0, a.shape[1], size=a.shape[1])
-            Lb.append(crossing(Ls, a[:, pick].mean(axis=1)))
+            Lb.append(threshold_crossing(Ls, a[:, pick].mean(axis=1), TARGET))
         if all(v is not None for v in Lb):
             boots.append(fit(np.array(good, float), np.array(Lb))[0])
     print(f"fitted exponent b = {b:.2f} (regression SE {se:.2f}; bootstrap over seeds: "

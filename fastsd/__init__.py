@@ -16,9 +16,11 @@ _LAZY = {
     "Params": ("fastsd.mlp", "Params"),
     "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
     "ResultStore": ("fastsd.store", "ResultStore"),
+    "lazy_limit": ("fastsd.kernels", "lazy_limit"),
+    "ntk": ("fastsd.kernels", "ntk"),
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
-            "walkers", "reproduce")
+            "walkers", "kernels", "reproduce")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 

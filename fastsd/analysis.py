@@ -36,3 +36,58 @@ def activation_change(result, x):
     if initial == 0:
         raise ValueError("`x` must give non-zero initial preactivations; got all zero.")
     return float(np.mean(np.abs(x @ dw.T)) / initial)
+
+
+def threshold_crossing(Ls, accuracies, level=0.75):
+    """Return the L at which accuracy first reaches ``level``, or None if it never does.
+
+    Interpolates linearly in log L between the two grid points around the
+    first upward crossing; used to read L*(d) off a Fig. 1e heatmap.
+
+    Parameters
+    ----------
+    Ls : sequence of float, increasing
+    accuracies : sequence of float, same length
+    level : float, default 0.75
+
+    Returns
+    -------
+    float or None
+        None when no crossing lies inside the grid (including a first point
+        already at or above ``level``).
+    """
+    Ls, acc = np.asarray(Ls, float), np.asarray(accuracies, float)
+    if Ls.shape != acc.shape or Ls.ndim != 1:
+        raise ValueError(f"`Ls` and `accuracies` must be 1-d of one length; got shapes "
+                         f"{Ls.shape} and {acc.shape}.")
+    for i in range(1, len(Ls)):
+        if acc[i - 1] < level <= acc[i]:
+            t = (level - acc[i - 1]) / (acc[i] - acc[i - 1])
+            return float(np.exp(np.log(Ls[i - 1]) + t * np.log(Ls[i] / Ls[i - 1])))
+    return None
+
+
+def power_law_fit(x, y):
+    """Least-squares fit of y = c x**b on log-log axes; return (b, standard error of b).
+
+    Parameters
+    ----------
+    x, y : sequence of float > 0, same length >= 2
+
+    Returns
+    -------
+    exponent : float
+    stderr : float
+        The regression standard error of the slope; NaN with two points.
+    """
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    if lx.shape != ly.shape or lx.size < 2 or not np.all(np.isfinite(lx + ly)):
+        raise ValueError(f"`x` and `y` must hold at least 2 positive values each, of one "
+                         f"length; got {list(x)!r} and {list(y)!r}.")
+    A = np.vstack([np.ones_like(lx), lx]).T
+    coef, *_ = np.linalg.lstsq(A, ly, rcond=None)
+    resid = ly - A @ coef
+    if lx.size < 3:
+        return float(coef[1]), float("nan")
+    s2 = resid @ resid / (lx.size - 2)
+    return float(coef[1]), float(np.sqrt(s2 * np.linalg.inv(A.T @ A)[1, 1]))

@@ -100,6 +100,35 @@ def _add_walkers_parser(sub):
     p.set_defaults(func=_cmd_walkers)
 
 
+def _add_ntk_parser(sub):
+    p = sub.add_parser(
+        "ntk", help="test accuracy of the gamma -> 0, infinite-width network on one cell",
+        description="Solve the lazy limit (gamma -> 0, infinite width; App. D) of the MLP on "
+                    "SameDifferent(d, L) exactly, through the L x L symbol Gram matrix, and "
+                    "report its test accuracy on unseen symbols.")
+    req = p.add_argument_group("required")
+    req.add_argument("--d", type=int, required=True, help="symbol dimension d")
+    req.add_argument("--L", type=int, required=True, help="training symbols L (>= 2)")
+    p.add_argument("--method", default="logistic_flow",
+                   help="logistic_flow (the trained network's limit), regression or "
+                        "logistic_sgd (default logistic_flow)")
+    p.add_argument("--pairs", default="all",
+                   help="'all' ordered pairs, or a number of sampled pairs (default all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the test sets (default 0)")
+    p.add_argument("--task-seed", type=int, default=0, help="seed of the symbols (default 0)")
+    p.add_argument("--n-test", type=int, default=4096, help="fresh test pairs (default 4096)")
+    p.add_argument("--steps", type=int, default=25_000,
+                   help="SGD steps' worth of flow time (default 25000)")
+    p.add_argument("--eval-every", type=int, default=1000,
+                   help="steps between evaluations of the flows (default 1000)")
+    p.add_argument("--alpha0", type=float, default=None, help="base learning rate (default 0.1)")
+    p.add_argument("--ridge", type=float, default=1e-8, help="regression ridge (default 1e-8)")
+    p.add_argument("--solver", default="auto", help="auto, dense or cg (default auto)")
+    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    p.add_argument("--json", action="store_true", help="print one JSON record")
+    p.set_defaults(func=_cmd_ntk)
+
+
 def build_parser():
     """Return the argparse parser of the ``fastsd`` command."""
     parser = argparse.ArgumentParser(
@@ -111,6 +140,7 @@ def build_parser():
     _add_train_parser(sub)
     _add_reproduce_parser(sub)
     _add_walkers_parser(sub)
+    _add_ntk_parser(sub)
     return parser
 
 
@@ -158,6 +188,28 @@ def _cmd_walkers(args):
         m = summary(values)
         print(f"  {name:<12} {m['mean']:+.4f} +- {m['two_sd']:.4f}  ({m['n_runs']} runs)")
     print(f"  {r.config['backend']} backend, {r.wall_time:.2f} s")
+
+
+def _cmd_ntk(args):
+    from .kernels import lazy_cell
+
+    pairs = args.pairs
+    if pairs != "all":
+        try:
+            pairs = int(pairs)
+        except ValueError:
+            raise ValueError(f"`--pairs` must be 'all' or an integer; got {pairs!r}.") from None
+    rec = lazy_cell(args.d, args.L, task_seed=args.task_seed, seed=args.seed,
+                    method=args.method, pairs=pairs, n_test=args.n_test, steps=args.steps,
+                    eval_every=args.eval_every, alpha0=args.alpha0, ridge=args.ridge,
+                    solver=args.solver, backend=args.backend)
+    if args.json:
+        print(json.dumps(rec, sort_keys=True))
+        return
+    print(f"lazy limit of SameDifferent(d={args.d}, L={args.L}), {rec['method']}: "
+          f"test accuracy {rec['test_accuracy']:.4f} +- {rec['test_accuracy_se']:.4f}, best "
+          f"{rec['best_test_accuracy']:.4f}; {rec['n_train_pairs']} training pairs "
+          f"({rec['pair_selection']}), {rec['solver']} solver, {rec['wall_time']:.1f} s")
 
 
 def _executor(args):

@@ -128,13 +128,36 @@ PRESETS.update({
         "(m=1024)", _grid([16, 64, 256, 1024], [2, 3, 5, 10, 28], [1.0], range(2), width=1024,
                           steps=2000, eval_every=200)),
 })
-GRID_FIGURES = ("fig1b", "fig1c", "fig1f", "figC3", "figF1")
+GRID_FIGURES = ("fig1b", "fig1c", "fig1e", "fig1f", "figC3", "figF1")
 
 #: Fig. C1 is no training grid: max-margin matrices over (L, P) at one d.
 MAX_MARGIN = {
     "figC1": dict(d=32, Ls=(256, 4096, 65536), Ps=(1024, 16384, 262144)),
     "figC1-quick": dict(d=32, Ls=(256,), Ps=(256, 1024, 4096, 16384)),
 }
+# Fig. 1e: the lazy model over d x L. The paper uses finite networks (m = 4096, gamma =
+# 1e-5, 50k steps) on d, L in 128..1024; here the heatmap is the exact gamma -> 0,
+# infinite-width network (fastsd.kernels.lazy_limit, logistic flow over all ordered
+# pairs), whose cost grows like L^4, so its grid sits at smaller d and L, with finite
+# gamma ~ 0 networks on a few of the same cells (same symbols) to compare.
+_1E_D = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 6, 9)})
+_1E_L = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 7, 11)})
+PRESETS.update({
+    "fig1e": Preset(
+        "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma -> 0) test accuracy over d and L",
+        (("lazy_limit", Grid(d=_1E_D, L=_1E_L, seed=[0, 1, 2], steps=25_000,
+                             eval_every=1000, n_test=1024)),
+         ("mlp", Grid(d=[8, 16, 32, 64], L=[8, 32, 128], gamma="lazy", seed=[0, 1, 2],
+                      width=4096, steps=25_000, eval_every=1000, n_test=1024)))),
+    "fig1e-quick": Preset(
+        "fig1e-quick", "lazy_heatmap", "Fig. 1e (quick): lazy (gamma -> 0) test accuracy "
+        "over d and L", (("lazy_limit", Grid(d=[4, 8, 16, 32], L=[4, 8, 16, 32, 64], seed=0,
+                                             steps=5000, eval_every=1000, n_test=1024)),
+                         ("mlp", Grid(d=[8, 16, 32], L=[16, 64], gamma="lazy", seed=0,
+                                      width=1024, steps=5000, eval_every=1000,
+                                      n_test=1024)))),
+})
+
 #: Fig. 1a/1d trains one rich and one lazy model and reads their weight structure.
 WEIGHT_STRUCTURE = {
     "fig1a": dict(d=128, L=16, width=1024, steps=15_000, eval_every=3000, seed=0),

@@ -108,6 +108,85 @@ def _weight_structure(name, out):
             "results": [prefix + ".json"], "figures": figures}
 
 
+def lazy_scaling(records, level=0.75):
+    """L*(d) where the mean accuracy first reaches ``level``, and the fitted L* ~ d^b.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Records with ``d``, ``L`` and ``best_test_accuracy`` (e.g. of the
+        "lazy_limit" predictor over a d x L grid).
+    level : float, default 0.75
+
+    Returns
+    -------
+    dict
+        ``level``; ``L_star``, {d: L*} for the d whose accuracy crosses
+        ``level`` inside the grid; ``exponent`` and ``exponent_se`` of the
+        log-log least-squares fit (None with fewer than 2 crossings).
+    """
+    from collections import defaultdict
+
+    import numpy as np
+
+    from .analysis import power_law_fit, threshold_crossing
+
+    acc = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        acc[r["d"]][r["L"]].append(r["best_test_accuracy"])
+    L_star = {}
+    for d in sorted(acc):
+        Ls = sorted(acc[d])
+        hit = threshold_crossing(Ls, [np.mean(acc[d][L]) for L in Ls], level)
+        if hit is not None:
+            L_star[d] = hit
+    b = se = None
+    if len(L_star) >= 2:
+        b, se = power_law_fit(list(L_star), list(L_star.values()))
+        se = None if se != se else se
+    return {"level": level, "L_star": L_star, "exponent": b, "exponent_se": se}
+
+
+def _lazy_heatmap(preset, records, prefix):
+    from collections import defaultdict
+
+    import numpy as np
+
+    from . import plots
+    from .scan import format_table, summarize
+
+    limit, finite = records["lazy_limit"], records.get("mlp", [])
+    scaling = lazy_scaling(limit)
+    fit = ("" if scaling["exponent"] is None else
+           f"; fitted L* ~ d^{scaling['exponent']:.2f}"
+           + ("" if scaling["exponent_se"] is None else f" +- {scaling['exponent_se']:.2f}"))
+    figures = plots.plot_heatmap(limit, prefix, title=preset.title + fit, slope=2.0)
+    means = defaultdict(list)
+    for r in limit:
+        means[r["d"], r["L"]].append(r["best_test_accuracy"])
+    nets = defaultdict(list)
+    for r in finite:
+        nets[r["d"], r["L"], r["width"]].append(r["best_test_accuracy"])
+    compare = [{"d": d, "L": L, "width": m, "finite": float(np.mean(v)),
+                "limit": float(np.mean(means[d, L])) if means.get((d, L)) else None}
+               for (d, L, m), v in sorted(nets.items())]
+    limit_table = summarize(limit, "L", columns="d")
+    lines = [format_table(limit_table, eq3=False), "",
+             f"L*(d) at accuracy {scaling['level']}: "
+             + ", ".join(f"d={d}: {v:.1f}" for d, v in scaling["L_star"].items()) + fit, "",
+             "finite gamma ~ 0 networks (1e-5/sqrt(d)) against the limit, same symbols",
+             f"{'d':>5} {'L':>5} {'width':>6} {'finite':>7} {'limit':>7} {'gap':>7}"]
+    for c in compare:
+        lim = "-" if c["limit"] is None else f"{c['limit']:.3f}"
+        gap = "-" if c["limit"] is None else f"{c['finite'] - c['limit']:+.3f}"
+        lines.append(f"{c['d']:>5} {c['L']:>5} {c['width']:>6} {c['finite']:>7.3f} {lim:>7} "
+                     f"{gap:>7}")
+    heading = ("best test accuracy of the gamma -> 0, infinite-width network (logistic flow, "
+               "App. D), rows L, columns d")
+    return heading, "\n".join(lines), {"limit": limit_table, "scaling": scaling,
+                                       "finite_vs_limit": compare}, figures
+
+
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
               executor=None):
     """Run, draw and tabulate one figure of the paper.
@@ -156,9 +235,11 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     preset = get_preset(figure, quick=quick)
     records, stores = run_preset(preset, out, progress=progress, backend=backend,
                                  executor=executor)
-    mlp = records["mlp"]
+    mlp = records.get("mlp")
     prefix = os.path.join(out, preset.name)
-    if preset.axis == "gamma":
+    if preset.axis == "lazy_heatmap":
+        heading, table, summary, figures = _lazy_heatmap(preset, records, prefix)
+    elif preset.axis == "gamma":
         figures = plots.plot_activation_change(mlp, prefix, title=preset.title)
         summary = summarize_activation(mlp)
         heading = "mean activation change |w(T).x - w(0).x| / |w(0).x| over seeds (App. F)"

@@ -164,3 +164,31 @@ def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
     assert rows["rich"]["alignment_positive"] > rows["lazy"]["alignment_positive"]
     assert rows["rich"]["alignment_negative"] < rows["lazy"]["alignment_negative"]
     assert (tmp_path / "fig1a-quick.png").stat().st_size > 0
+
+
+def test_reproduce_fig1e_limit_heatmap_scaling_and_finite_comparison(tmp_path, capsys,
+                                                                     monkeypatch):
+    tiny = Preset("fig1e-quick", "lazy_heatmap", "tiny", (
+        ("lazy_limit", Grid(d=[4, 8], L=[2, 4, 8, 16], seed=0, steps=400, eval_every=200,
+                            n_test=256)),
+        ("mlp", Grid(d=[4], L=[8], gamma="lazy", seed=0, width=64, steps=400, eval_every=200,
+                     n_test=256))))
+    monkeypatch.setitem(PRESETS, "fig1e-quick", tiny)
+    assert main(["reproduce", "fig1e", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["results"] == [str(tmp_path / "fig1e-quick-lazy_limit.jsonl"),
+                              str(tmp_path / "fig1e-quick-mlp.jsonl")]
+    rows = out["summary"]["limit"]["rows"]
+    assert [r["L"] for r in rows] == [2, 4, 8, 16]
+    cmp, = out["summary"]["finite_vs_limit"]
+    assert (cmp["d"], cmp["L"], cmp["width"]) == (4, 8, 64) and 0.4 < cmp["limit"] <= 1
+    assert (tmp_path / "fig1e-quick.png").stat().st_size > 0
+
+
+def test_ntk_command_json_and_bad_pairs(capsys):
+    assert main(["ntk", "--d", "4", "--L", "4", "--steps", "200", "--eval-every", "100",
+                 "--n-test", "200", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["n_train_pairs"] == 16 and rec["method"] == "logistic_flow"
+    assert main(["ntk", "--d", "4", "--L", "4", "--pairs", "many"]) == 1
+    assert "`--pairs` must be 'all' or an integer" in capsys.readouterr().err

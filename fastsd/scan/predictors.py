@@ -155,6 +155,52 @@ class WalkersPredictor(Predictor):
         return out
 
 
+class LazyLimitPredictor(Predictor):
+    """The gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``, App. D).
+
+    Settings: d, L; ``method`` ("logistic_flow", the trained network's limit,
+    by default; "regression"; "logistic_sgd"), ``pairs`` ("all" or a number
+    of sampled pairs), seeds, and the flow's steps and evaluations. The task's
+    symbols come from ``task_seed`` (default derived from (seed, L, d) as for
+    "mlp", so a lazy-limit cell and an "mlp" cell with the same seed, L and d
+    share their symbols).
+    """
+
+    name = "lazy_limit"
+    required = ("d", "L")
+    defaults = {"method": "logistic_flow", "pairs": "all", "seed": 0, "task_seed": None,
+                "n_test": 1024, "steps": 25_000, "eval_every": 1000, "alpha0": None,
+                "ridge": 1e-8, "solver": "auto"}
+
+    def validate(self, settings):
+        from .cells import derive_task_seed
+
+        s = dict(settings)
+        s["d"] = check_int("d", s["d"], 1)
+        s["L"] = check_int("L", s["L"], 2)
+        s["seed"] = check_int("seed", s["seed"], 0)
+        s["task_seed"] = (derive_task_seed(s["seed"], s["L"], s["d"]) if s["task_seed"] is None
+                          else check_int("task_seed", s["task_seed"], 0))
+        check_choice("method", s["method"], ("logistic_flow", "regression", "logistic_sgd"))
+        check_choice("solver", s["solver"], ("auto", "dense", "cg"))
+        if s["pairs"] != "all":
+            s["pairs"] = check_int("pairs", s["pairs"], 1)
+        for name in ("n_test", "steps", "eval_every"):
+            s[name] = check_int(name, s[name], 1)
+        return s
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from ..kernels import lazy_cell
+
+        out = []
+        for s in group:
+            kw = {k: v for k, v in s.items() if k not in ("d", "L")}
+            rec = lazy_cell(s["d"], s["L"], backend=backend, **kw)
+            rec.pop("history", None)
+            out.append(rec)
+        return out
+
+
 def json_ready(record):
     """Return ``record`` with NaN and inf floats as None (strict JSON)."""
     import math
@@ -227,7 +273,8 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
 
 
 #: The predictors ``fastsd.scan.run`` accepts, by name.
-PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor(), WalkersPredictor())}
+PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor(), WalkersPredictor(),
+                                   LazyLimitPredictor())}
 
 
 def get_predictor(name):

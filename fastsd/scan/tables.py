@@ -71,16 +71,20 @@ def summarize(records, axis, columns="gamma"):
             "rows": rows}
 
 
-def format_table(summary):
-    """Render ``summarize``'s output as a fixed-width text table ("-" for missing cells)."""
+def format_table(summary, eq3=True):
+    """Render ``summarize``'s output as a fixed-width text table ("-" for missing cells).
+
+    ``eq3=False`` leaves out the Eq. 3 column (for tables that are not rich networks).
+    """
     axis = summary["axis"]
     names = [c["name"] for c in summary["columns"]]
     width = max([9] + [len(n) for n in names])
-    lines = [f"{axis:>6}" + "".join(f"{n:>{width + 2}}" for n in names) + f"{'Eq.3':>8}"]
+    lines = [f"{axis:>6}" + "".join(f"{n:>{width + 2}}" for n in names)
+             + (f"{'Eq.3':>8}" if eq3 else "")]
     for row in summary["rows"]:
         cells = "".join(f"{row['mean'][n]:>{width + 2}.3f}" if n in row["mean"]
                         else f"{'-':>{width + 2}}" for n in names)
-        lines.append(f"{row[axis]:>6}{cells}{row['eq3']:>8.3f}")
+        lines.append(f"{row[axis]:>6}{cells}" + (f"{row['eq3']:>8.3f}" if eq3 else ""))
     return "\n".join(lines)
 
 
