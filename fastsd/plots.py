@@ -228,7 +228,7 @@ def plot_activation_change(records, out_prefix, title=None):
 
 
 def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test_accuracy",
-                 slope=None):
+                 lines=()):
     """Fig. 1b/1e: mean ``value`` over seeds on the (x, y) grid, as a heatmap.
 
     Parameters
@@ -242,10 +242,9 @@ def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test
         Record fields on the horizontal and vertical axes (log scale, one
         cell per distinct value).
     value : str, default "best_test_accuracy"
-    slope : float, optional
-        Overlay the power law y = c x**slope through the cell where the
-        mean value first reaches 0.75 on the smallest x (Fig. 1e draws
-        L proportional to d^2, slope 2).
+    lines : sequence of (label, d0, L0, slope), optional
+        Power laws y = L0 (x / d0)**slope to overlay (Fig. 1e draws L
+        proportional to d^2 through the measured L*(d) of the smallest d).
 
     Returns
     -------
@@ -279,20 +278,18 @@ def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test
     ax.set_xlabel("input dimension d" if x == "d" else x)
     ax.set_ylabel("training symbols L" if y == "L" else y)
     fig.colorbar(im, ax=ax, label="test accuracy")
-    if slope is not None:
-        col = grid[:, 0]
-        hit = np.flatnonzero(col >= 0.75)
-        if hit.size:
-            y0 = ys[hit[0]]
-            lx = np.log(np.asarray(xs, float) / xs[0])
-            ly = np.log(y0) + slope * lx
-            # cell coordinates: interpolate log y onto the row index
-            rows = np.interp(ly, np.log(np.asarray(ys, float)), np.arange(len(ys)),
-                             left=np.nan, right=np.nan)
-            ax.plot(np.arange(len(xs)), rows, "w--", lw=1.5, label=f"L ∝ d^{slope:g}")
-            ax.legend(fontsize=8, frameon=False, loc="lower right", labelcolor="white")
+    for (label, x0, y0, slope), style in zip(lines, ("w--", "w:", "w-.")):
+        lx = np.log(np.asarray(xs, float))
+        ly = np.log(y0) + slope * (lx - np.log(x0))
+        # cell coordinates: interpolate log x and log y onto the column and row indices
+        cols = np.interp(lx, lx, np.arange(len(xs)))
+        rows = np.interp(ly, np.log(np.asarray(ys, float)), np.arange(len(ys)),
+                         left=np.nan, right=np.nan)
+        ax.plot(cols, rows, style, lw=1.5, label=label)
+    if lines:
+        ax.legend(fontsize=8, frameon=False, loc="lower right", labelcolor="white")
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=8, wrap=True)
     return _save(fig, out_prefix)
 
 

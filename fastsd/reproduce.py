@@ -160,7 +160,14 @@ def _lazy_heatmap(preset, records, prefix):
     fit = ("" if scaling["exponent"] is None else
            f"; fitted L* ~ d^{scaling['exponent']:.2f}"
            + ("" if scaling["exponent_se"] is None else f" +- {scaling['exponent_se']:.2f}"))
-    figures = plots.plot_heatmap(limit, prefix, title=preset.title + fit, slope=2.0)
+    lines = []
+    if scaling["L_star"]:
+        d0, L0 = next(iter(scaling["L_star"].items()))
+        lines.append(("L ∝ d² (Theorem 2)", d0, L0, 2.0))
+        if scaling["exponent"] is not None:
+            lines.append((f"fit: L* ∝ d^{scaling['exponent']:.2f}", d0, L0,
+                          scaling["exponent"]))
+    figures = plots.plot_heatmap(limit, prefix, title=preset.title + fit, lines=lines)
     means = defaultdict(list)
     for r in limit:
         means[r["d"], r["L"]].append(r["best_test_accuracy"])
@@ -171,7 +178,7 @@ def _lazy_heatmap(preset, records, prefix):
                 "limit": float(np.mean(means[d, L])) if means.get((d, L)) else None}
                for (d, L, m), v in sorted(nets.items())]
     limit_table = summarize(limit, "L", columns="d")
-    lines = [format_table(limit_table, eq3=False), "",
+    text = [format_table(limit_table, eq3=False), "",
              f"L*(d) at accuracy {scaling['level']}: "
              + ", ".join(f"d={d}: {v:.1f}" for d, v in scaling["L_star"].items()) + fit, "",
              "finite gamma ~ 0 networks (1e-5/sqrt(d)) against the limit, same symbols",
@@ -179,11 +186,11 @@ def _lazy_heatmap(preset, records, prefix):
     for c in compare:
         lim = "-" if c["limit"] is None else f"{c['limit']:.3f}"
         gap = "-" if c["limit"] is None else f"{c['finite'] - c['limit']:+.3f}"
-        lines.append(f"{c['d']:>5} {c['L']:>5} {c['width']:>6} {c['finite']:>7.3f} {lim:>7} "
-                     f"{gap:>7}")
+        text.append(f"{c['d']:>5} {c['L']:>5} {c['width']:>6} {c['finite']:>7.3f} {lim:>7} "
+                    f"{gap:>7}")
     heading = ("best test accuracy of the gamma -> 0, infinite-width network (logistic flow, "
                "App. D), rows L, columns d")
-    return heading, "\n".join(lines), {"limit": limit_table, "scaling": scaling,
+    return heading, "\n".join(text), {"limit": limit_table, "scaling": scaling,
                                        "finite_vs_limit": compare}, figures
 
 
