@@ -20,7 +20,7 @@ _LAZY = {
     "ntk": ("fastsd.kernels", "ntk"),
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
-            "walkers", "kernels", "reproduce")
+            "walkers", "kernels", "bayes", "reproduce")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 

@@ -326,3 +326,58 @@ def plot_weight_structure(rich, lazy, out_prefix, title=None):
     if title:
         fig.suptitle(title, fontsize=9)
     return _save(fig, out_prefix)
+
+
+def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
+    """Fig. 2: test accuracy against L on the noisy task, one panel per sigma2.
+
+    One line per gamma (mean over seeds, 95% band), and the Bayes-optimal
+    accuracies under the generalizing (black dashed) and memorizing (grey
+    dash-dotted) priors of App. E.
+
+    Parameters
+    ----------
+    mlp_records : sequence of dict
+        "mlp" records with ``sigma2``, ``L``, ``d``, ``gamma``, ``best_test_accuracy``.
+    bayes_records : sequence of dict
+        "bayes" records with ``sigma2``, ``L``, ``prior``, ``accuracy``.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    _check_records(mlp_records, "d")
+    sigma2s = sorted({r["sigma2"] for r in mlp_records})
+    fig = Figure(figsize=(3.0 * len(sigma2s) + 1.6, 3.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = np.atleast_1d(fig.subplots(1, len(sigma2s), sharey=True))
+    styles = {"generalizing": ("k--", "Bayes (generalizing)"),
+              "memorizing": ("-.", "Bayes (memorizing)")}
+    for ax, s2 in zip(axes, sigma2s):
+        _draw_gammas(ax, [r for r in mlp_records if r["sigma2"] == s2], "L")
+        for prior, (style, label) in styles.items():
+            pts = defaultdict(list)
+            for r in bayes_records:
+                if r["sigma2"] == s2 and r["prior"] == prior:
+                    pts[r["L"]].append(r["accuracy"])
+            if pts:
+                Ls = sorted(pts)
+                ax.plot(Ls, [np.mean(pts[L]) for L in Ls], style, lw=1.2, label=label,
+                        color="k" if prior == "generalizing" else "0.45")
+        ax.axhline(0.5, color="0.5", ls=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("training symbols L")
+        ax.set_title(f"σ² = {s2:g}", fontsize=9)
+        ax.set_ylim(0.45, 1.02)
+    axes[0].set_ylabel("test accuracy (best over training)")
+    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)

@@ -128,7 +128,7 @@ PRESETS.update({
         "(m=1024)", _grid([16, 64, 256, 1024], [2, 3, 5, 10, 28], [1.0], range(2), width=1024,
                           steps=2000, eval_every=200)),
 })
-GRID_FIGURES = ("fig1b", "fig1c", "fig1e", "fig1f", "figC3", "figF1")
+GRID_FIGURES = ("fig1b", "fig1c", "fig1e", "fig1f", "fig2", "figC3", "figF1")
 
 #: Fig. C1 is no training grid: max-margin matrices over (L, P) at one d.
 MAX_MARGIN = {
@@ -156,6 +156,33 @@ PRESETS.update({
                          ("mlp", Grid(d=[8, 16, 32], L=[16, 64], gamma="lazy", seed=0,
                                       width=1024, steps=5000, eval_every=1000,
                                       n_test=1024)))),
+})
+
+# Fig. 2: the noisy task (Sec. 3.4) with both Bayes-optimal classifiers (App. E). Published:
+# d = 64, m = 1024, sigma2 in {0, 1, 2, 4}, L = 2^1..2^13, log10 gamma in linspace(-5, 0, 11)
+# (-5 is the lazy 1e-5/sqrt(d)), 25k steps, 3 seeds. The quick grid keeps every fourth L
+# (both ends, so the comparison with Bayes runs at L = 8192), lazy and gamma = 1, one seed,
+# 8000 steps (gamma = 1 at sigma2 = 4, L = 8192 levels off between 4000 and 8000 steps) and
+# 10 evaluations on 4096 pairs (fewer, larger test sets: "best over the history" then
+# overstates the accuracy by about 0.01 instead of up to 0.03).
+_F2_SIGMA2 = [0.0, 1.0, 2.0, 4.0]
+_F2_GAMMAS = ["lazy"] + [float(10.0 ** e) for e in np.linspace(-4.5, 0, 10)]
+_F2_LS = [2 ** k for k in range(1, 14)]
+PRESETS.update({
+    "fig2": Preset(
+        "fig2", "noisy", "Fig. 2: noisy task, test accuracy vs L with the Bayes-optimal "
+        "accuracies (d=64, m=1024)",
+        (("mlp", Grid(sigma2=_F2_SIGMA2, L=_F2_LS, gamma=_F2_GAMMAS, seed=[0, 1, 2], d=64,
+                      **_PAPER)),
+         ("bayes", Grid(sigma2=_F2_SIGMA2, L=_F2_LS, prior=["generalizing", "memorizing"],
+                        seed=[0, 1, 2], d=64, n_test=20_000)))),
+    "fig2-quick": Preset(
+        "fig2-quick", "noisy", "Fig. 2 (quick): noisy task, test accuracy vs L with the "
+        "Bayes-optimal accuracies (d=64, m=1024)",
+        (("mlp", Grid(sigma2=_F2_SIGMA2, L=[2, 32, 512, 8192], gamma=["lazy", 1.0], seed=0,
+                      d=64, width=1024, steps=8000, eval_every=800, n_test=4096)),
+         ("bayes", Grid(sigma2=_F2_SIGMA2, L=[2, 32, 512, 8192],
+                        prior=["generalizing", "memorizing"], seed=0, d=64, n_test=20_000)))),
 })
 
 #: Fig. 1a/1d trains one rich and one lazy model and reads their weight structure.

@@ -194,6 +194,34 @@ def _lazy_heatmap(preset, records, prefix):
                                        "finite_vs_limit": compare}, figures
 
 
+def _noisy(preset, records, prefix):
+    from collections import defaultdict
+
+    import numpy as np
+
+    from . import plots
+    from .scan import format_table, summarize
+
+    mlp, bayes = records["mlp"], records.get("bayes", [])
+    acc = defaultdict(list)
+    for r in bayes:
+        acc[r["sigma2"], r["L"], r["prior"]].append(r["accuracy"])
+    blocks, text = [], []
+    for s2 in sorted({r["sigma2"] for r in mlp}):
+        table = summarize([r for r in mlp if r["sigma2"] == s2], "L")
+        for row in table["rows"]:
+            for prior, name in (("generalizing", "Bayes gen."), ("memorizing", "Bayes mem.")):
+                if acc.get((s2, row["L"], prior)):
+                    row["mean"][name] = float(np.mean(acc[s2, row["L"], prior]))
+        table["columns"] += [{"name": "Bayes gen."}, {"name": "Bayes mem."}]
+        blocks.append({"sigma2": s2, "table": table})
+        text += [f"sigma2 = {s2:g}", format_table(table, eq3=False), ""]
+    figures = plots.plot_noisy(mlp, bayes, prefix, title=preset.title)
+    heading = ("mean best test accuracy over seeds per sigma2, with the Bayes-optimal accuracy "
+               "under the generalizing and the memorizing prior (App. E)")
+    return heading, "\n".join(text).rstrip(), {"blocks": blocks}, figures
+
+
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
               executor=None):
     """Run, draw and tabulate one figure of the paper.
@@ -246,6 +274,8 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     prefix = os.path.join(out, preset.name)
     if preset.axis == "lazy_heatmap":
         heading, table, summary, figures = _lazy_heatmap(preset, records, prefix)
+    elif preset.axis == "noisy":
+        heading, table, summary, figures = _noisy(preset, records, prefix)
     elif preset.axis == "gamma":
         figures = plots.plot_activation_change(mlp, prefix, title=preset.title)
         summary = summarize_activation(mlp)

@@ -192,3 +192,21 @@ def test_ntk_command_json_and_bad_pairs(capsys):
     assert rec["n_train_pairs"] == 16 and rec["method"] == "logistic_flow"
     assert main(["ntk", "--d", "4", "--L", "4", "--pairs", "many"]) == 1
     assert "`--pairs` must be 'all' or an integer" in capsys.readouterr().err
+
+
+def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, monkeypatch):
+    tiny = Preset("fig2-quick", "noisy", "tiny", (
+        ("mlp", Grid(sigma2=[0.0, 1.0], L=[2, 8], gamma=["lazy", 1.0], seed=0, d=8, width=16,
+                     steps=40, eval_every=20, n_test=64)),
+        ("bayes", Grid(sigma2=[0.0, 1.0], L=[2, 8], prior=["generalizing", "memorizing"],
+                       seed=0, d=8, n_test=500))))
+    monkeypatch.setitem(PRESETS, "fig2-quick", tiny)
+    assert main(["reproduce", "fig2", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    blocks = json.loads(capsys.readouterr().out)["summary"]["blocks"]
+    assert [b["sigma2"] for b in blocks] == [0.0, 1.0]
+    for b in blocks:
+        for row in b["table"]["rows"]:
+            assert {"gamma~0", "gamma=1", "Bayes gen.", "Bayes mem."} <= set(row["mean"])
+    # without noise the generalizing Bayes classifier is an exact equality test
+    assert all(r["mean"]["Bayes gen."] == 1.0 for r in blocks[0]["table"]["rows"])
+    assert (tmp_path / "fig2-quick.png").stat().st_size > 0

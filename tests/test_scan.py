@@ -209,3 +209,12 @@ def test_walkers_predictor_records_mu_and_alignment(tmp_path):
     direct = simulate(4, 64, 30, -1, 20, seed=0).mu_summary("mixed")
     assert recs[-1]["mu_mixed"] == direct["mean"]
     assert recs[1]["alignment"] > 0.5 and recs[-1]["alignment"] < -0.5
+
+
+def test_bayes_predictor_shares_the_networks_symbols(tmp_path):
+    from fastsd.scan import Cell
+    rec, = run(Grid(d=8, L=[4], sigma2=1.0, prior="memorizing", n_test=200, seed=3), "bayes",
+               tmp_path / "b.jsonl", "serial", progress=False)
+    cell = Cell(d=8, L=4, gamma=1.0, seed=3, width=4, steps=1, sigma2=1.0)
+    assert rec["task_seed"] == cell.task_seed and 0.0 <= rec["accuracy"] <= 1.0
+    assert rec["stderr"] > 0 and rec["prior"] == "memorizing"

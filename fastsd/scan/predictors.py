@@ -201,6 +201,51 @@ class LazyLimitPredictor(Predictor):
         return out
 
 
+class BayesPredictor(Predictor):
+    """The Bayes-optimal classifiers of the noisy task (``fastsd.bayes.accuracy``, App. E).
+
+    Settings: d, L, sigma2; ``prior`` ("generalizing" or "memorizing"),
+    ``n_test`` Monte Carlo test pairs, ``seed`` of the test pairs and
+    ``task_seed`` of the L training symbols (default derived from (seed, L, d)
+    as for "mlp", so the memorizing prior sees the symbols the networks of the
+    same seed were trained on). The record's ``accuracy`` has a standard
+    error ``stderr``.
+    """
+
+    name = "bayes"
+    required = ("d", "L", "sigma2")
+    defaults = {"prior": "generalizing", "n_test": 20_000, "seed": 0, "task_seed": None}
+
+    def validate(self, settings):
+        from .._validation import check_float
+        from .cells import derive_task_seed
+
+        s = dict(settings)
+        s["d"] = check_int("d", s["d"], 1)
+        s["L"] = check_int("L", s["L"], 2)
+        s["sigma2"] = check_float("sigma2", s["sigma2"], nonnegative=True)
+        s["seed"] = check_int("seed", s["seed"], 0)
+        s["n_test"] = check_int("n_test", s["n_test"], 1)
+        s["task_seed"] = (derive_task_seed(s["seed"], s["L"], s["d"]) if s["task_seed"] is None
+                          else check_int("task_seed", s["task_seed"], 0))
+        check_choice("prior", s["prior"], ("generalizing", "memorizing"))
+        return s
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from ..bayes import accuracy
+        from ..tasks import SameDifferent
+
+        out = []
+        for s in group:
+            task = SameDifferent(s["d"], s["L"], sigma2=s["sigma2"], seed=s["task_seed"])
+            start = time.perf_counter()
+            rec = accuracy(task, s["prior"], s["n_test"], seed=s["seed"]).to_record()
+            rec.update(task_seed=s["task_seed"], backend="numpy", dtype="float64",
+                       wall_time=time.perf_counter() - start)
+            out.append(rec)
+        return out
+
+
 def json_ready(record):
     """Return ``record`` with NaN and inf floats as None (strict JSON)."""
     import math
@@ -274,7 +319,7 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
 
 #: The predictors ``fastsd.scan.run`` accepts, by name.
 PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor(), WalkersPredictor(),
-                                   LazyLimitPredictor())}
+                                   LazyLimitPredictor(), BayesPredictor())}
 
 
 def get_predictor(name):
