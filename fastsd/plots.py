@@ -358,7 +358,7 @@ def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
     fig = Figure(figsize=(3.0 * len(sigma2s) + 1.6, 3.2), layout="constrained")
     FigureCanvasAgg(fig)
     axes = np.atleast_1d(fig.subplots(1, len(sigma2s), sharey=True))
-    styles = {"generalizing": ("k--", "Bayes (generalizing)"),
+    styles = {"generalizing": ("--", "Bayes (generalizing)"),
               "memorizing": ("-.", "Bayes (memorizing)")}
     for ax, s2 in zip(axes, sigma2s):
         _draw_gammas(ax, [r for r in mlp_records if r["sigma2"] == s2], "L")
