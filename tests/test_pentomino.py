@@ -14,8 +14,9 @@ from scipy import ndimage
 
 from fastsd import train_ensemble
 from fastsd.tasks import Pentomino
+from fastsd.tasks._images import place_blurred
 from fastsd.tasks.pentomino import (PIECE_NAMES, PIECE_ORIENTATIONS, PIECE_TEMPLATES, canonical,
-                                    fixed_key, gaussian_blur)
+                                    fixed_key)
 
 SETTINGS = settings(max_examples=20, deadline=None)
 #: Every rotation of every template (up to translation) -> its piece.
@@ -117,16 +118,26 @@ def test_properties_any_geometry(width, n_train, seed, n):
 # -- blur -------------------------------------------------------------------------------
 
 @SETTINGS
-@given(seed=st.integers(0, 2 ** 32 - 1), smax=st.floats(0, 3), shape=st.sampled_from(
-    [(3, 14, 14), (2, 21, 14), (1, 7, 7)]))
-def test_gaussian_blur_equals_scipy(seed, smax, shape):
+@given(seed=st.integers(0, 2 ** 32 - 1), smax=st.floats(0, 3), grid=st.integers(1, 3),
+       s=st.integers(1, 5), border=st.integers(0, 2))
+def test_place_blurred_equals_scipy_on_the_sharp_image(seed, smax, grid, s, border):
+    """Stamps blurred in windows and folded at the border = gaussian_filter of the image."""
     rng = np.random.default_rng(seed)
-    img = rng.random(shape)
-    sigma = rng.uniform(0, smax, shape[0])
-    sigma[0] = 0.0 if seed % 3 == 0 else sigma[0]
-    out = gaussian_blur(img, sigma)
-    for i in range(shape[0]):
-        np.testing.assert_allclose(out[i], ndimage.gaussian_filter(img[i], sigma[i]),
+    n, cell = 3, s + 2 * border
+    H = W = grid * cell
+    k = min(2, grid * grid)
+    stamps = rng.random((n, k, s, s))
+    sigma = rng.uniform(0, smax, n)
+    sigma[0] = 0.0
+    cells = np.stack([rng.permutation(grid * grid)[:k] for _ in range(n)])
+    origins = np.stack([cells // grid * cell + border, cells % grid * cell + border], axis=-1)
+    out = place_blurred((H, W), stamps, origins, sigma)
+    for i in range(n):
+        sharp = np.zeros((H, W))
+        for j in range(k):
+            r, c = origins[i, j]
+            sharp[r:r + s, c:c + s] = stamps[i, j]
+        np.testing.assert_allclose(out[i].reshape(H, W), ndimage.gaussian_filter(sharp, sigma[i]),
                                    rtol=1e-12, atol=1e-14)
 
 

@@ -37,6 +37,85 @@ def distinct_partner(a, y, k, rng):
     return np.where(y == 1.0, a, (a + rng.integers(1, k, size=a.shape)) % k)
 
 
+def reflect_index(j, n):
+    """Index into [0, n) of position j under scipy.ndimage's 'reflect' (d c b a | a b c d | d c b a)."""
+    j = np.mod(j, 2 * n)
+    return np.where(j < n, j, 2 * n - 1 - j)
+
+
+def gaussian_taps(sigma, truncate=4.0):
+    """Per-image 1-d Gaussian taps as ``scipy.ndimage.gaussian_filter1d`` builds them.
+
+    Parameters
+    ----------
+    sigma : ndarray, shape (n,)
+        Standard deviations in pixels, >= 0; sigma = 0 gives the identity.
+
+    Returns
+    -------
+    w : ndarray, shape (n, 2 R + 1), float64
+        Normalised weights at offsets -R..R, zero beyond each image's own
+        radius int(truncate sigma + 0.5).
+    R : int
+        The largest radius.
+    """
+    sigma = np.asarray(sigma, dtype=np.float64)
+    radius = (truncate * sigma + 0.5).astype(np.int64)
+    R = int(radius.max(initial=0))
+    t = np.arange(-R, R + 1)
+    live = sigma > 1e-15
+    s2 = np.where(live, sigma, 1.0)[:, None] ** 2
+    w = np.where(np.abs(t)[None, :] <= radius[:, None], np.exp(-0.5 * t[None, :] ** 2 / s2), 0.0)
+    w[~live] = (t == 0)
+    return w / w.sum(axis=1, keepdims=True), R
+
+
+def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
+    """Blurred image of square stamps on a zero background, without blurring the background.
+
+    Equals ``scipy.ndimage.gaussian_filter(sharp, sigma, truncate=truncate)``
+    (mode 'reflect') of the image ``sharp`` that holds the stamps, for
+    stamps that do not overlap: blur is linear, so each stamp is blurred in
+    its own window (its side plus the kernel radius on each side) and the
+    windows are added into the image, window pixels beyond the border folded
+    back as 'reflect' does (the 1-d reflect-blur matrices are symmetric, so
+    folding the output is reflecting the input). Vectorised over images and
+    stamps; the cost is that of the windows, not of the image.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (H, W) of an image.
+    stamps : ndarray, shape (n, k, s, s)
+        k stamps per image.
+    origins : ndarray of int, shape (n, k, 2)
+        Row and column of each stamp's top-left pixel in its image.
+    sigma : ndarray, shape (n,)
+        Blur of each image in pixels, >= 0.
+
+    Returns
+    -------
+    ndarray, shape (n, H * W), float64
+    """
+    H, W = shape
+    n, k, s, _ = stamps.shape
+    w, R = gaussian_taps(sigma, truncate)
+    side = s + 2 * R
+    pad = np.zeros((n, k, s + 4 * R, s + 4 * R))
+    pad[:, :, 2 * R:2 * R + s, 2 * R:2 * R + s] = stamps
+    rows = np.zeros((n, k, side, s + 4 * R))
+    for t in range(2 * R + 1):
+        rows += w[:, t, None, None, None] * pad[:, :, t:t + side, :]
+    win = np.zeros((n, k, side, side))
+    for t in range(2 * R + 1):
+        win += w[:, t, None, None, None] * rows[:, :, :, t:t + side]
+    span = np.arange(side) - R
+    r = reflect_index(origins[..., 0, None] + span, H)              # (n, k, side)
+    c = reflect_index(origins[..., 1, None] + span, W)
+    flat = (np.arange(n)[:, None, None, None] * (H * W) + r[..., :, None] * W + c[..., None, :])
+    return np.bincount(flat.ravel(), weights=win.ravel(), minlength=n * H * W).reshape(n, H * W)
+
+
 class ImageTask(Task):
     """Base of the visual tasks: L training items rendered into images.
 
@@ -149,24 +228,37 @@ class GridTask(ImageTask):
         self.input_dim = side * side
         off = (cell - stamp) // 2
         r, c = np.divmod(np.arange(grid * grid), grid)
-        self._cell_origin = (r * cell + off) * side + c * cell + off       # (grid^2,)
+        self._cell_rc = np.stack([r * cell + off, c * cell + off], axis=1)  # (grid^2, 2)
+        self._cell_origin = self._cell_rc[:, 0] * side + self._cell_rc[:, 1]
         i, j = np.divmod(np.arange(stamp * stamp), stamp)
         self._stamp_offsets = i * side + j                                  # (stamp^2,)
 
-    def place_stamps(self, s1, s2, rng):
+    def place_stamps(self, s1, s2, rng, sigma=None):
         """Put stamps s1, s2 (n, stamp, stamp) into two distinct random cells.
 
         The ordered pair of cells is uniform over the grid^2 (grid^2 - 1)
         choices, independently for each image.
 
+        Parameters
+        ----------
+        s1, s2 : ndarray, shape (n, stamp, stamp)
+        rng : numpy.random.Generator
+        sigma : ndarray, shape (n,), optional
+            Gaussian blur of each image in pixels (see
+            ``place_blurred``); None for sharp images.
+
         Returns
         -------
-        ndarray, shape (n, H * W), float64; zero outside the two stamps.
+        ndarray, shape (n, H * W), float64; sharp images are zero outside
+        the two stamps.
         """
         n = s1.shape[0]
         n_cells = self.grid * self.grid
         c1 = rng.integers(0, n_cells, size=n)
         c2 = (c1 + rng.integers(1, n_cells, size=n)) % n_cells
+        if sigma is not None:
+            origins = np.stack([self._cell_rc[c1], self._cell_rc[c2]], axis=1)
+            return place_blurred(self.image_shape, np.stack([s1, s2], axis=1), origins, sigma)
         img = np.zeros((n, self.input_dim))
         rows = np.arange(n)[:, None]
         for c, s in ((c1, s1), (c2, s2)):

@@ -102,49 +102,6 @@ PIECE_NAMES, PIECE_TEMPLATES = one_sided_pieces()
 PIECE_ORIENTATIONS = orientations(PIECE_TEMPLATES)
 
 
-def _reflect_index(j, n):
-    """Index into [0, n) of position j under scipy.ndimage's 'reflect' (d c b a | a b c d | d c b a)."""
-    j = np.mod(j, 2 * n)
-    return np.where(j < n, j, 2 * n - 1 - j)
-
-
-def gaussian_blur(images, sigma, truncate=4.0):
-    """Blur each image with its own isotropic Gaussian, as ``scipy.ndimage.gaussian_filter``.
-
-    Separable taps with the kernel radius int(truncate sigma + 0.5) of each
-    image and 'reflect' boundaries; sigma = 0 leaves an image unchanged. One
-    gather per tap and axis, vectorised over the images.
-
-    Parameters
-    ----------
-    images : ndarray, shape (n, H, W), float64
-    sigma : ndarray, shape (n,)
-        Standard deviations in pixels, >= 0.
-
-    Returns
-    -------
-    ndarray, shape (n, H, W), float64
-    """
-    sigma = np.asarray(sigma, dtype=np.float64)
-    radius = (truncate * sigma + 0.5).astype(np.int64)
-    R = int(radius.max(initial=0))
-    t = np.arange(-R, R + 1)
-    live = sigma > 1e-15
-    s2 = np.where(live, sigma, 1.0)[:, None] ** 2
-    w = np.where(np.abs(t)[None, :] <= radius[:, None], np.exp(-0.5 * t[None, :] ** 2 / s2), 0.0)
-    w[~live] = (t == 0)
-    w /= w.sum(axis=1, keepdims=True)
-    out = images
-    for axis in (1, 2):
-        n = out.shape[axis]
-        idx = _reflect_index(np.arange(n)[:, None] + t[None, :], n)          # (n, T)
-        acc = np.zeros_like(out)
-        for k in range(t.size):
-            acc += w[:, k, None, None] * np.take(out, idx[:, k], axis=axis)
-        out = acc
-    return out
-
-
 class Pentomino(GridTask):
     """Pentomino same-different: two pentominoes on a grid of 7 x 7 cells (App. G.4).
 
@@ -229,19 +186,20 @@ class Pentomino(GridTask):
         return (f"Pentomino(width={self.width}, n_train_shapes={self.L}, blur={self.blur}"
                 + ("" if self.random_blur else ", random_blur=False") + ")")
 
-    def _render(self, p1, p2, rng):
+    def _render(self, p1, p2, rng, sigma=None):
         """Images of pieces p1, p2 (indices into PIECE_NAMES), each under a random rotation."""
         k1, k2 = rng.integers(0, 4, size=(2, p1.shape[0]))
-        return self.place_stamps(PIECE_ORIENTATIONS[p1, k1], PIECE_ORIENTATIONS[p2, k2], rng)
+        return self.place_stamps(PIECE_ORIENTATIONS[p1, k1], PIECE_ORIENTATIONS[p2, k2], rng,
+                                 sigma)
 
     def training_inputs(self, u, v, rng):
         """Blurred images of training pieces u and v (index arrays (n,)); shape (n, input_dim)."""
-        x = self._render(self.train_pieces[u], self.train_pieces[v], rng)
-        if self.blur == 0.0:
-            return x
-        n = x.shape[0]
-        sigma = rng.uniform(0.0, self.blur, size=n) if self.random_blur else np.full(n, self.blur)
-        return gaussian_blur(x.reshape(n, *self.image_shape), sigma).reshape(n, -1)
+        sigma = None
+        if self.blur > 0.0:
+            n = np.shape(u)[0]
+            sigma = (rng.uniform(0.0, self.blur, size=n) if self.random_blur
+                     else np.full(n, self.blur))
+        return self._render(self.train_pieces[u], self.train_pieces[v], rng, sigma)
 
     def _test_inputs(self, y, rng):
         k = self.test_pieces.size
