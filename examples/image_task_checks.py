@@ -13,7 +13,12 @@ generator's indices. About a minute on two cores.
 import numpy as np
 
 from fastsd.tasks import PSVRT, CifarPairs, Pentomino
-from fastsd.tasks.pentomino import PIECE_ORIENTATIONS, PIECE_TEMPLATES, canonical, fixed_key
+from fastsd.tasks.pentomino import (
+    PIECE_ORIENTATIONS,
+    PIECE_TEMPLATES,
+    canonical,
+    fixed_key,
+)
 from fastsd.tasks.psvrt import patterns_to_codes
 
 N = 100_000
@@ -68,16 +73,21 @@ def psvrt():
 
 def errors():
     print("Bad input")
-    for call in ("PSVRT(patch=0, n_train_patterns=4)",
-                 "PSVRT(patch=2, n_patches=5, n_train_patterns=15)",
-                 "PSVRT(n_patches=1, n_train_patterns=4)",
-                 "Pentomino(n_train_shapes=17)",
-                 "Pentomino(width=1, n_train_shapes=4)",
-                 "CifarPairs('/nonexistent/cifar', n_train_classes=90)"):
+    calls = {
+        "PSVRT(patch=0, n_train_patterns=4)": lambda: PSVRT(patch=0, n_train_patterns=4),
+        "PSVRT(patch=2, n_patches=5, n_train_patterns=15)":
+            lambda: PSVRT(patch=2, n_patches=5, n_train_patterns=15),
+        "PSVRT(n_patches=1, n_train_patterns=4)": lambda: PSVRT(n_patches=1, n_train_patterns=4),
+        "Pentomino(n_train_shapes=17)": lambda: Pentomino(n_train_shapes=17),
+        "Pentomino(width=1, n_train_shapes=4)": lambda: Pentomino(width=1, n_train_shapes=4),
+        "CifarPairs('/nonexistent/cifar', n_train_classes=90)":
+            lambda: CifarPairs("/nonexistent/cifar", n_train_classes=90),
+    }
+    for text, call in calls.items():
         try:
-            eval(call)
+            call()
         except (ValueError, TypeError, FileNotFoundError) as exc:
-            print(f"  {call}\n    -> {type(exc).__name__}: {exc}")
+            print(f"  {text}\n    -> {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def test_pairs_by_class_and_disjoint_splits(cifar_dir):
 
 
 def test_default_pixels_z_scored_and_normalised(cifar_dir):
-    root, data, labels = cifar_dir
+    root, data, _ = cifar_dir
     task = CifarPairs(root, n_train_classes=4, seed=0)
     assert task.feature_shape == (3, 32, 32) and task.input_dim == 2 * 3072
     f = task.features.astype(np.float64)

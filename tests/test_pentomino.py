@@ -15,8 +15,13 @@ from scipy import ndimage
 from fastsd import train_ensemble
 from fastsd.tasks import Pentomino
 from fastsd.tasks._images import place_blurred
-from fastsd.tasks.pentomino import (PIECE_NAMES, PIECE_ORIENTATIONS, PIECE_TEMPLATES, canonical,
-                                    fixed_key)
+from fastsd.tasks.pentomino import (
+    PIECE_NAMES,
+    PIECE_ORIENTATIONS,
+    PIECE_TEMPLATES,
+    canonical,
+    fixed_key,
+)
 
 SETTINGS = settings(max_examples=20, deadline=None)
 #: Every rotation of every template (up to translation) -> its piece.

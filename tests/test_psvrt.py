@@ -142,8 +142,9 @@ def test_weights_as_images_and_cells():
     (dict(patch=2.0, n_train_patterns=4), TypeError, r"`patch` must be an integer"),
     (dict(n_patches=1, n_train_patterns=4), ValueError, r"`n_patches` must be an integer >= 2"),
     (dict(patch=1, n_train_patterns=2), ValueError,
-     r"`n_train_patterns` must be an integer <= 2\*\*\(patch\*\*2\) - 2 = 0 for patch=1"),
-    (dict(patch=2, n_train_patterns=15), ValueError, r"<= 2\*\*\(patch\*\*2\) - 2 = 14"),
+     r"`n_train_patterns` must be an integer <= 0 \(2\*\*\(patch\*\*2\) - 2 for patch=1"),
+    (dict(patch=2, n_train_patterns=15), ValueError, r"<= 14 \(2\*\*\(patch\*\*2\) - 2 for patch=2, "
+     r"so that two patterns are left for testing\); got 15"),
     (dict(n_train_patterns=1), ValueError, r"`n_train_patterns` must be an integer >= 2"),
     (dict(), TypeError, r"`n_train_patterns` must be given"),
     (dict(n_train_patterns=4, seed=-1), ValueError, r"`seed` must be an integer >= 0"),

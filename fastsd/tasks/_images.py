@@ -14,7 +14,7 @@ them with one scatter per stamp, with no loop over examples.
 """
 import numpy as np
 
-from .._rng import tagged_generator
+from .._rng import seed_sequence, tagged_generator
 from .._validation import check_array, check_int, check_seed
 from .base import Task
 from .symbols import SameDifferent
@@ -137,6 +137,30 @@ class ImageTask(Task):
     #: Balanced index pairs over the L training items, as for symbols.
     draw_pairs = SameDifferent.draw_pairs
 
+    def _check_n_train(self, name, value, limit, why):
+        """Validate a count of training items: an integer in 2..limit, ``why`` says the limit."""
+        if value is None:
+            raise TypeError(f"`{name}` must be given (an integer in 2..{limit}); got None.")
+        value = check_int(name, value, minimum=2)
+        if value > limit:
+            raise ValueError(f"`{name}` must be an integer <= {limit}{why}; got {value}.")
+        self.L = value
+        return value
+
+    def _item_stream(self, seed):
+        """The generator of the task's fixed draws (items, split), from ``seed``.
+
+        Records ``seed_entropy`` so that the task can be rebuilt; a Generator
+        is refused since it could not be.
+        """
+        check_seed("seed", seed)
+        if isinstance(seed, np.random.Generator):
+            raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
+                            "so that it can be rebuilt; got a Generator.")
+        ss = seed_sequence(seed)
+        self.seed_entropy = ss.entropy
+        return tagged_generator(ss, "symbols")
+
     def training_inputs(self, u, v, rng):
         """Render training pairs of items (u, v); shape (..., input_dim), float64."""
         raise NotImplementedError
@@ -159,12 +183,7 @@ class ImageTask(Task):
         y : ndarray, shape (n,), float64
             1.0 for same, 0.0 for different.
         """
-        n = check_int("n", n, minimum=1)
-        check_seed("seed", seed)
-        rng = tagged_generator(seed, "sample_train")
-        u, v, y = self.draw_pairs(rng, (n,))
-        perm = rng.permutation(n)
-        return self.training_inputs(u[perm], v[perm], rng), y[perm]
+        return SameDifferent.sample_train(self, n, seed)     # the same draws, our rendering
 
     def sample_test(self, n, seed=None):
         """Draw n balanced test inputs from items outside the training set.

@@ -12,8 +12,7 @@ import pickle
 
 import numpy as np
 
-from .._rng import seed_sequence, tagged_generator
-from .._validation import check_choice, check_int, check_seed
+from .._validation import check_choice, check_int
 from ._images import ImageTask, distinct_partner
 
 CIFAR_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
@@ -224,18 +223,10 @@ class CifarPairs(ImageTask):
     def __init__(self, root, features=None, n_train_classes=None, seed=None):
         images, labels = load_cifar100(root)
         classes = np.unique(labels)
-        if n_train_classes is None:
-            raise TypeError(f"`n_train_classes` must be given (an integer in 2.."
-                            f"{classes.size - 2}); got None.")
-        n_train = check_int("n_train_classes", n_train_classes, minimum=2)
-        if n_train > classes.size - 2:
-            raise ValueError(f"`n_train_classes` must be an integer <= {classes.size - 2}, so "
-                             f"that two of the {classes.size} classes are left for testing; "
-                             f"got {n_train}.")
-        check_seed("seed", seed)
-        if isinstance(seed, np.random.Generator):
-            raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
-                            "so that its split can be rebuilt; got a Generator.")
+        n_train = self._check_n_train(
+            "n_train_classes", n_train_classes, classes.size - 2,
+            f", so that two of the {classes.size} classes are left for testing")
+        split = self._item_stream(seed)
         if features is None:
             feats = images.reshape(len(images), 3, 32, 32).astype(np.float32)
             feats = (feats - feats.mean()) / feats.std()
@@ -255,10 +246,7 @@ class CifarPairs(ImageTask):
             raise ValueError("`root` must hold at least two images of every class (a same pair "
                              f"shows two distinct images); got a class with "
                              f"{counts[classes].min()}.")
-        ss = seed_sequence(seed)
-        self.seed_entropy = ss.entropy
-        self.L = n_train
-        perm = tagged_generator(ss, "symbols").permutation(classes)
+        perm = split.permutation(classes)
         self.train_classes, self.test_classes = perm[:n_train], perm[n_train:]
         self._order = np.argsort(labels, kind="stable")       # image indices grouped by class
         self._start = np.concatenate([[0], np.cumsum(counts)])[:-1]

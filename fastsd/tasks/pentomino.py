@@ -7,8 +7,7 @@ piece is ``np.rot90`` of its template, re-centred in a 5 x 5 box.
 """
 import numpy as np
 
-from .._rng import seed_sequence, tagged_generator
-from .._validation import check_float, check_int, check_seed
+from .._validation import check_float, check_int
 from ._images import GridTask, distinct_partner
 
 #: One template per free pentomino (Golomb's letters), '#' a unit square.
@@ -159,27 +158,16 @@ class Pentomino(GridTask):
     def __init__(self, width=2, n_train_shapes=None, blur=0.5, seed=None, random_blur=True):
         width = check_int("width", width, minimum=2)
         n_pieces = len(PIECE_NAMES)
-        if n_train_shapes is None:
-            raise TypeError(f"`n_train_shapes` must be given (an integer in 2..{n_pieces - 2}); "
-                            "got None.")
-        n_train = check_int("n_train_shapes", n_train_shapes, minimum=2)
-        if n_train > n_pieces - 2:
-            raise ValueError(f"`n_train_shapes` must be an integer <= {n_pieces - 2}, so that at "
-                             f"least two of the {n_pieces} pieces are left for testing; "
-                             f"got {n_train}.")
+        n_train = self._check_n_train(
+            "n_train_shapes", n_train_shapes, n_pieces - 2,
+            f", so that at least two of the {n_pieces} pieces are left for testing")
         self.blur = check_float("blur", blur, nonnegative=True)
         if not isinstance(random_blur, (bool, np.bool_)):
             raise TypeError(f"`random_blur` must be True or False; got {random_blur!r}.")
         self.random_blur = bool(random_blur)
-        check_seed("seed", seed)
-        if isinstance(seed, np.random.Generator):
-            raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
-                            "so that its split can be rebuilt; got a Generator.")
-        ss = seed_sequence(seed)
-        self.seed_entropy = ss.entropy
-        self.width, self.L = width, n_train
+        perm = self._item_stream(seed).permutation(n_pieces)
+        self.width = width
         self._set_geometry(width, CELL, BOX)
-        perm = tagged_generator(ss, "symbols").permutation(n_pieces)
         self.train_pieces, self.test_pieces = perm[:n_train], perm[n_train:]
 
     def __repr__(self):

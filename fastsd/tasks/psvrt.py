@@ -1,8 +1,7 @@
 """PSVRT: same-different on random bit-patterns, same up to translation (Sec. 4.1, App. G.3)."""
 import numpy as np
 
-from .._rng import seed_sequence, tagged_generator
-from .._validation import check_int, check_seed
+from .._validation import check_int
 from ._images import GridTask, distinct_partner
 
 #: Patterns are indexed by integers of patch^2 bits, which must fit an int64.
@@ -93,22 +92,12 @@ class PSVRT(GridTask):
         patch = check_int("patch", patch, minimum=1, maximum=MAX_PATCH)
         n_patches = check_int("n_patches", n_patches, minimum=2)
         self.n_codes = 2 ** (patch * patch)
-        if n_train_patterns is None:
-            raise TypeError("`n_train_patterns` must be given (an integer >= 2); got None.")
-        n_train = check_int("n_train_patterns", n_train_patterns, minimum=2)
-        if n_train > self.n_codes - 2:
-            raise ValueError(
-                f"`n_train_patterns` must be an integer <= 2**(patch**2) - 2 = {self.n_codes - 2} "
-                f"for patch={patch}, so that two patterns are left for testing; got {n_train}.")
-        check_seed("seed", seed)
-        if isinstance(seed, np.random.Generator):
-            raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
-                            "so that its patterns can be rebuilt; got a Generator.")
-        ss = seed_sequence(seed)
-        self.seed_entropy = ss.entropy
-        self.patch, self.n_patches, self.L = patch, n_patches, n_train
+        n_train = self._check_n_train(
+            "n_train_patterns", n_train_patterns, self.n_codes - 2,
+            f" (2**(patch**2) - 2 for patch={patch}, so that two patterns are left for testing)")
+        rng = self._item_stream(seed)
+        self.patch, self.n_patches = patch, n_patches
         self._set_geometry(n_patches, patch, patch)
-        rng = tagged_generator(ss, "symbols")
         self.codes = np.sort(rng.choice(self.n_codes, size=n_train, replace=False)).astype(np.int64)
         self.patterns = codes_to_patterns(self.codes, patch)
         # The r-th unused code is r + #{j : codes[j] - j <= r} (codes increasing).
