@@ -37,9 +37,9 @@ GAMMAS = [1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 GRID = {
     "b": {"task": "PSVRT", "x": "n_train_patterns", "values": [16, 64, 256, 1024],
           "fixed": {"patch": 5, "n_patches": 5}},
-    "c": {"task": "PSVRT", "x": "n_patches", "values": [3, 5, 7],
+    "c": {"task": "PSVRT", "x": "n_patches", "values": [2, 4, 6],
           "fixed": {"patch": 5, "n_train_patterns": 256}},
-    "e": {"task": "Pentomino", "x": "n_train_shapes", "values": [2, 4, 8, 12, 16],
+    "e": {"task": "Pentomino", "x": "n_train_shapes", "values": [2, 6, 10, 16],
           "fixed": {"width": 2, "blur": 0.5}},
     "f": {"task": "Pentomino", "x": "width", "values": [2, 3, 4],
           "fixed": {"n_train_shapes": 14, "blur": 0.5}},
@@ -66,6 +66,12 @@ def run_cell(panel, x, train, seeds):
             "pixels": tasks[0].input_dim}
 
 
+def _pixels(panel, x):
+    spec = dict(GRID[panel]["fixed"], **{GRID[panel]["x"]: x})
+    side = 5 * spec["n_patches"] if GRID[panel]["task"] == "PSVRT" else 7 * spec["width"]
+    return side * side
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true", help="tiny training, to check the plumbing")
@@ -74,6 +80,7 @@ def main(argv=None):
     train = SMOKE_TRAIN if args.smoke else TRAIN
     seeds = SEEDS[:1] if args.smoke else SEEDS
     cells = [(p, x) for p, spec in GRID.items() for x in spec["values"]]
+    cells.sort(key=lambda c: -_pixels(*c))          # largest first, for load balance
     print(f"grid: {GRID}\ntraining: {train}, seeds {seeds}, gammas {GAMMAS}\n")
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
@@ -85,7 +92,7 @@ def main(argv=None):
               f"({', '.join(f'{k}={v}' for k, v in spec['fixed'].items())})")
         print(f"{spec['x']:>17} " + " ".join(f"{g:>7.0e}" for g in GAMMAS)
               + f" {'wall s':>7} {'cpu s':>7}")
-        for r in out:
+        for r in sorted(out, key=lambda r: r["x"]):
             if r["panel"] == panel:
                 print(f"{r['x']:>17} " + " ".join(f"{a:>7.3f}" for a in r["acc"])
                       + f" {r['wall']:>7.1f} {r['cpu']:>7.1f}")
