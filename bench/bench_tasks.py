@@ -19,7 +19,7 @@ patches per side), Pentomino at Fig. 3e/f sizes (width 2 and 6, blur 0.5).
 
 Run from the repository root::
 
-    python bench/bench_tasks.py            # ~2 minutes on 2 idle cores
+    python bench/bench_tasks.py            # ~1 minute on 2 idle cores
     python bench/bench_tasks.py --quick    # smoke run
 
 It prints a table and appends JSON lines to ``bench/out/bench_tasks.jsonl``.
@@ -96,7 +96,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="short smoke run")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
-    n_vec, n_loop, steps = (20, 2, 20) if args.quick else (200, 10, 200)
+    n_vec, n_loop, steps = (20, 2, 20) if args.quick else (100, 5, 60)
     repeats = 1 if args.quick else args.repeats
     settings = {
         "psvrt-5x5": PSVRT(patch=5, n_patches=5, n_train_patterns=1024, seed=0),
