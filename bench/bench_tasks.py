@@ -14,7 +14,8 @@ method sees the same machine state):
   quick grid runs it; generation is included in the step.
 
 The share of generation in a training step is vectorised time per batch /
-step time per model. Settings: PSVRT at Fig. 3b/c sizes (patch 5, 5 and 10
+step time per model, in wall time and in process CPU time (on a busy shared
+machine the CPU-time share is the closer estimate of the idle one). Settings: PSVRT at Fig. 3b/c sizes (patch 5, 5 and 10
 patches per side), Pentomino at Fig. 3e/f sizes (width 2 and 6, blur 0.5).
 
 Run from the repository root::
@@ -75,20 +76,23 @@ def loop_images(task, u, v, rng):
     return out
 
 
+def _timed(fn, count):
+    """(wall, process CPU) seconds of fn() divided by count."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return np.array([time.perf_counter() - wall, time.process_time() - cpu]) / count
+
+
 def time_generation(fn, task, n_batches, rng):
+    """(wall, CPU) seconds per batch of fn(u, v, rng)."""
     u, v, _ = task.draw_pairs(rng, (n_batches, BATCH))
-    t0 = time.perf_counter()
-    for t in range(n_batches):
-        fn(u[t], v[t], rng)
-    return (time.perf_counter() - t0) / n_batches
+    return _timed(lambda: [fn(u[t], v[t], rng) for t in range(n_batches)], n_batches)
 
 
 def time_step(task, steps):
-    """Seconds per model and SGD step in a 6-gamma ensemble (one eval at the end)."""
-    kw = dict(width=WIDTH, steps=steps, eval_every=steps, n_test=BATCH)
-    t0 = time.perf_counter()
-    train_ensemble(task, GAMMAS, 0, **kw)
-    return (time.perf_counter() - t0) / (steps * len(GAMMAS))
+    """(wall, CPU) seconds per model and SGD step in a 6-gamma ensemble (one eval at the end)."""
+    kw = {"width": WIDTH, "steps": steps, "eval_every": steps, "n_test": BATCH}
+    return _timed(lambda: train_ensemble(task, GAMMAS, 0, **kw), steps * len(GAMMAS))
 
 
 def main(argv=None):
@@ -106,18 +110,19 @@ def main(argv=None):
     }
     for task in settings.values():                      # compile and warm up
         time_step(task, 2)
-    best = {name: {"vectorised": np.inf, "loop": np.inf, "step": np.inf} for name in settings}
+    best = {name: {k: np.full(2, np.inf) for k in ("vectorised", "loop", "step")}
+            for name in settings}
     busy = []
     for _ in range(repeats):
         busy.append(background_busy(0.5))
         for name, task in settings.items():
             rng = np.random.default_rng(1)
             b = best[name]
-            b["vectorised"] = min(b["vectorised"],
-                                  time_generation(task.training_inputs, task, n_vec, rng))
-            b["loop"] = min(b["loop"], time_generation(
+            b["vectorised"] = np.minimum(b["vectorised"], time_generation(
+                task.training_inputs, task, n_vec, rng))
+            b["loop"] = np.minimum(b["loop"], time_generation(
                 lambda u, v, r, task=task: loop_images(task, u, v, r), task, n_loop, rng))
-            b["step"] = min(b["step"], time_step(task, steps))
+            b["step"] = np.minimum(b["step"], time_step(task, steps))
 
     run_id = uuid.uuid4().hex[:8]
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -125,13 +130,14 @@ def main(argv=None):
     print(f"batch {BATCH}, Fig. 3 model m={WIDTH} float32 in a {len(GAMMAS)}-gamma ensemble; "
           f"best of {repeats}; background CPU busy {[None if x is None else round(x, 2) for x in busy]}")
     head = (f"{'setting':<14} {'pixels':>6} {'vec img/s':>11} {'loop img/s':>11} {'speedup':>8} "
-            f"{'gen ms/batch':>12} {'step ms':>8} {'gen share':>9}")
+            f"{'gen ms/batch':>12} {'step ms':>8} {'gen share':>9} {'cpu share':>9}")
     print(head)
     print("-" * len(head))
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "a") as fh:
         for name, task in settings.items():
-            b = best[name]
+            b = {k: v[0] for k, v in best[name].items()}         # wall
+            cpu = {k: v[1] for k, v in best[name].items()}
             rec = {"run_id": run_id, "time": stamp, "setting": name, "repr": repr(task),
                    "pixels": task.input_dim, "batch": BATCH, "width": WIDTH,
                    "vectorised_images_per_s": BATCH / b["vectorised"],
@@ -140,13 +146,16 @@ def main(argv=None):
                    "generation_s_per_batch": b["vectorised"],
                    "step_s_per_model": b["step"],
                    "generation_share_of_step": b["vectorised"] / b["step"],
+                   "cpu_s": cpu,
+                   "generation_share_of_step_cpu": cpu["vectorised"] / cpu["step"],
                    "repeats": repeats, "quick": args.quick, "background_busy": busy,
                    "machine": info}
             fh.write(json.dumps(rec) + "\n")
             print(f"{name:<14} {task.input_dim:>6} {rec['vectorised_images_per_s']:>11.3g} "
                   f"{rec['loop_images_per_s']:>11.3g} {rec['speedup']:>7.1f}x "
                   f"{1e3 * b['vectorised']:>12.3f} {1e3 * b['step']:>8.2f} "
-                  f"{rec['generation_share_of_step']:>8.1%}")
+                  f"{rec['generation_share_of_step']:>8.1%} "
+                  f"{rec['generation_share_of_step_cpu']:>8.1%}")
     print(f"appended to {os.path.relpath(OUT)} (run {run_id})")
 
 

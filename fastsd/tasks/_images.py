@@ -53,11 +53,9 @@ def gaussian_taps(sigma, truncate=4.0):
 
     Returns
     -------
-    w : ndarray, shape (n, 2 R + 1), float64
+    ndarray, shape (n, 2 R + 1), float64
         Normalised weights at offsets -R..R, zero beyond each image's own
-        radius int(truncate sigma + 0.5).
-    R : int
-        The largest radius.
+        radius int(truncate sigma + 0.5); R is the largest radius.
     """
     sigma = np.asarray(sigma, dtype=np.float64)
     radius = (truncate * sigma + 0.5).astype(np.int64)
@@ -67,7 +65,7 @@ def gaussian_taps(sigma, truncate=4.0):
     s2 = np.where(live, sigma, 1.0)[:, None] ** 2
     w = np.where(np.abs(t)[None, :] <= radius[:, None], np.exp(-0.5 * t[None, :] ** 2 / s2), 0.0)
     w[~live] = (t == 0)
-    return w / w.sum(axis=1, keepdims=True), R
+    return w / w.sum(axis=1, keepdims=True)
 
 
 def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
@@ -79,8 +77,8 @@ def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
     its own window (its side plus the kernel radius on each side) and the
     windows are added into the image, window pixels beyond the border folded
     back as 'reflect' does (the 1-d reflect-blur matrices are symmetric, so
-    folding the output is reflecting the input). Vectorised over images and
-    stamps; the cost is that of the windows, not of the image.
+    folding the output is reflecting the input). One Numba kernel over all
+    images and stamps; the cost is that of the windows, not of the image.
 
     Parameters
     ----------
@@ -97,23 +95,13 @@ def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
     -------
     ndarray, shape (n, H * W), float64
     """
+    from ._cpu import place_blurred_kernel
     H, W = shape
-    n, k, s, _ = stamps.shape
-    w, R = gaussian_taps(sigma, truncate)
-    side = s + 2 * R
-    pad = np.zeros((n, k, s + 4 * R, s + 4 * R))
-    pad[:, :, 2 * R:2 * R + s, 2 * R:2 * R + s] = stamps
-    rows = np.zeros((n, k, side, s + 4 * R))
-    for t in range(2 * R + 1):
-        rows += w[:, t, None, None, None] * pad[:, :, t:t + side, :]
-    win = np.zeros((n, k, side, side))
-    for t in range(2 * R + 1):
-        win += w[:, t, None, None, None] * rows[:, :, :, t:t + side]
-    span = np.arange(side) - R
-    r = reflect_index(origins[..., 0, None] + span, H)              # (n, k, side)
-    c = reflect_index(origins[..., 1, None] + span, W)
-    flat = (np.arange(n)[:, None, None, None] * (H * W) + r[..., :, None] * W + c[..., None, :])
-    return np.bincount(flat.ravel(), weights=win.ravel(), minlength=n * H * W).reshape(n, H * W)
+    w = gaussian_taps(sigma, truncate)
+    out = np.zeros((stamps.shape[0], H * W))
+    place_blurred_kernel(np.ascontiguousarray(stamps, dtype=np.float64),
+                         np.ascontiguousarray(origins, dtype=np.int64), w, H, W, out)
+    return out
 
 
 class ImageTask(Task):
