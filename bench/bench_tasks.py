@@ -15,7 +15,9 @@ method sees the same machine state):
 
 The share of generation in a training step is vectorised time per batch /
 step time per model, in wall time and in process CPU time (on a busy shared
-machine the CPU-time share is the closer estimate of the idle one). Settings: PSVRT at Fig. 3b/c sizes (patch 5, 5 and 10
+machine the CPU-time share is the closer estimate of the idle one). Every
+library runs on one thread (set the *_NUM_THREADS variables to change it),
+as in the workers of ``examples/fig3_quick.py``. Settings: PSVRT at Fig. 3b/c sizes (patch 5, 5 and 10
 patches per side), Pentomino at Fig. 3e/f sizes (width 2 and 6, blur 0.5).
 
 Run from the repository root::
@@ -26,16 +28,20 @@ Run from the repository root::
 It prints a table and appends JSON lines to ``bench/out/bench_tasks.jsonl``.
 This is a benchmark, not a test: it asserts nothing about speed.
 """
-import argparse
-import datetime
-import json
 import os
-import sys
-import time
-import uuid
 
-import numpy as np
-from scipy import ndimage
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+
+import numpy as np  # noqa: E402
+from scipy import ndimage  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
