@@ -92,7 +92,11 @@ def _timed(fn, count):
 def time_generation(fn, task, n_batches, rng):
     """(wall, CPU) seconds per batch of fn(u, v, rng)."""
     u, v, _ = task.draw_pairs(rng, (n_batches, BATCH))
-    return _timed(lambda: [fn(u[t], v[t], rng) for t in range(n_batches)], n_batches)
+
+    def run():
+        for t in range(n_batches):      # each batch freed before the next, as in training
+            fn(u[t], v[t], rng)
+    return _timed(run, n_batches)
 
 
 def time_step(task, steps):
