@@ -1,0 +1,45 @@
+"""Numba kernels of the image tasks (imported on first use, so that ``fastsd.tasks`` stays light)."""
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _reflect(j, n):
+    j = j % (2 * n)
+    return j if j < n else 2 * n - 1 - j
+
+
+@njit(cache=True)
+def place_blurred_kernel(stamps, origins, w, H, W, out):
+    """Add the blurred windows of ``stamps`` into ``out`` (n, H * W); see ``_images.place_blurred``.
+
+    stamps (n, k, s, s) float64, origins (n, k, 2) int64, w (n, 2R + 1) taps.
+    Window row a holds image row origin - R + a; positions beyond the border
+    fold back by 'reflect'.
+    """
+    n, k, s = stamps.shape[0], stamps.shape[1], stamps.shape[2]
+    T = w.shape[1]
+    R = (T - 1) // 2
+    side = s + 2 * R
+    rows = np.empty((side, s))
+    for i in range(n):
+        for j in range(k):
+            for a in range(side):
+                for c in range(s):
+                    acc = 0.0
+                    for t in range(T):
+                        q = a + t - 2 * R
+                        if 0 <= q < s:
+                            acc += w[i, t] * stamps[i, j, q, c]
+                    rows[a, c] = acc
+            r0 = origins[i, j, 0] - R
+            c0 = origins[i, j, 1] - R
+            for a in range(side):
+                r = _reflect(r0 + a, H)
+                for b in range(side):
+                    acc = 0.0
+                    for t in range(T):
+                        q = b + t - 2 * R
+                        if 0 <= q < s:
+                            acc += w[i, t] * rows[a, q]
+                    out[i, r * W + _reflect(c0 + b, W)] += acc

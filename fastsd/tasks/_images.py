@@ -1,0 +1,288 @@
+"""What the visual same-different tasks share (Sec. 4, App. G.3-G.5).
+
+Every visual task has a finite set of L training items (bit-patterns,
+pentomino pieces, CIFAR classes), so that the trainer's pair draws
+(``draw_pairs``: half same, half different, index pairs over the L items)
+are those of ``SameDifferent``. What differs is how an index pair becomes an
+input: ``training_inputs(u, v, rng)`` renders it, drawing the nuisance
+(positions, rotations, blur, which image of a class) from ``rng``.
+Test pairs come from items outside the training set (``_test_inputs``).
+
+The grid tasks (PSVRT, Pentomino) draw one image holding two stamps in two
+distinct cells of a square grid of cells; ``place_stamps`` renders a batch of
+them with one scatter per stamp, with no loop over examples.
+"""
+import numpy as np
+
+from .._rng import seed_sequence, tagged_generator
+from .._validation import check_array, check_int, check_seed
+from .base import Task
+from .symbols import SameDifferent
+
+
+def balanced_labels(n, rng):
+    """Labels of n pairs, exactly half 1.0 (same) for even n, in random order.
+
+    For odd n the extra pair is same or different with probability 1/2.
+    """
+    y = np.zeros(n)
+    y[: n // 2] = 1.0
+    if n % 2:
+        y[-1] = rng.integers(0, 2)
+    return y[rng.permutation(n)]
+
+
+def distinct_partner(a, y, k, rng):
+    """Second item of each pair: ``a`` where y = 1, else uniform over the other k - 1 items."""
+    return np.where(y == 1.0, a, (a + rng.integers(1, k, size=a.shape)) % k)
+
+
+def reflect_index(j, n):
+    """Index into [0, n) of position j under scipy.ndimage's 'reflect' (d c b a | a b c d | d c b a)."""
+    j = np.mod(j, 2 * n)
+    return np.where(j < n, j, 2 * n - 1 - j)
+
+
+def gaussian_taps(sigma, truncate=4.0):
+    """Per-image 1-d Gaussian taps as ``scipy.ndimage.gaussian_filter1d`` builds them.
+
+    Parameters
+    ----------
+    sigma : ndarray, shape (n,)
+        Standard deviations in pixels, >= 0; sigma = 0 gives the identity.
+
+    Returns
+    -------
+    ndarray, shape (n, 2 R + 1), float64
+        Normalised weights at offsets -R..R, zero beyond each image's own
+        radius int(truncate sigma + 0.5); R is the largest radius.
+    """
+    sigma = np.asarray(sigma, dtype=np.float64)
+    radius = (truncate * sigma + 0.5).astype(np.int64)
+    R = int(radius.max(initial=0))
+    t = np.arange(-R, R + 1)
+    live = sigma > 1e-15
+    s2 = np.where(live, sigma, 1.0)[:, None] ** 2
+    w = np.where(np.abs(t)[None, :] <= radius[:, None], np.exp(-0.5 * t[None, :] ** 2 / s2), 0.0)
+    w[~live] = (t == 0)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
+    """Blurred image of square stamps on a zero background, without blurring the background.
+
+    Equals ``scipy.ndimage.gaussian_filter(sharp, sigma, truncate=truncate)``
+    (mode 'reflect') of the image ``sharp`` that holds the stamps, for
+    stamps that do not overlap: blur is linear, so each stamp is blurred in
+    its own window (its side plus the kernel radius on each side) and the
+    windows are added into the image, window pixels beyond the border folded
+    back as 'reflect' does (the 1-d reflect-blur matrices are symmetric, so
+    folding the output is reflecting the input). One Numba kernel over all
+    images and stamps; the cost is that of the windows, not of the image.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (H, W) of an image.
+    stamps : ndarray, shape (n, k, s, s)
+        k stamps per image.
+    origins : ndarray of int, shape (n, k, 2)
+        Row and column of each stamp's top-left pixel in its image.
+    sigma : ndarray, shape (n,)
+        Blur of each image in pixels, >= 0.
+
+    Returns
+    -------
+    ndarray, shape (n, H * W), float64
+    """
+    from ._cpu import place_blurred_kernel
+    H, W = shape
+    w = gaussian_taps(sigma, truncate)
+    out = np.zeros((stamps.shape[0], H * W))
+    place_blurred_kernel(np.ascontiguousarray(stamps, dtype=np.float64),
+                         np.ascontiguousarray(origins, dtype=np.int64), w, H, W, out)
+    return out
+
+
+class ImageTask(Task):
+    """Base of the visual tasks: L training items rendered into images.
+
+    Subclasses set ``L``, ``input_dim``, ``image_shape`` and implement
+    ``training_inputs(u, v, rng)`` and ``_test_inputs(y, rng)``. Image tasks
+    drop the 1/sqrt(d) output factor and use alpha = gamma^2 alpha0 with
+    alpha0 = 0.5 (App. G.3-G.4): ``scale_dim = 1``. For gamma > 1 the rule of
+    App. G.1 with d dropped gives alpha = gamma alpha0 (the paper's vision
+    runs stop at gamma = 1).
+    """
+
+    scale_dim = 1
+    default_alpha0 = 0.5
+    has_symbol_basis = False
+    #: Shape of one input as an image (rows, columns) or, for feature tasks,
+    #: (2, *feature_shape); ``weights_as_images`` reshapes to it.
+    image_shape: tuple
+
+    #: Balanced index pairs over the L training items, as for symbols.
+    draw_pairs = SameDifferent.draw_pairs
+
+    def _check_n_train(self, name, value, limit, why):
+        """Validate a count of training items: an integer in 2..limit, ``why`` says the limit."""
+        if value is None:
+            raise TypeError(f"`{name}` must be given (an integer in 2..{limit}); got None.")
+        value = check_int(name, value, minimum=2)
+        if value > limit:
+            raise ValueError(f"`{name}` must be an integer <= {limit}{why}; got {value}.")
+        self.L = value
+        return value
+
+    def _item_stream(self, seed):
+        """The generator of the task's fixed draws (items, split), from ``seed``.
+
+        Records ``seed_entropy`` so that the task can be rebuilt; a Generator
+        is refused since it could not be.
+        """
+        check_seed("seed", seed)
+        if isinstance(seed, np.random.Generator):
+            raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
+                            "so that it can be rebuilt; got a Generator.")
+        ss = seed_sequence(seed)
+        self.seed_entropy = ss.entropy
+        return tagged_generator(ss, "symbols")
+
+    def training_inputs(self, u, v, rng):
+        """Render training pairs of items (u, v); shape (..., input_dim), float64."""
+        raise NotImplementedError
+
+    def _test_inputs(self, y, rng):
+        raise NotImplementedError
+
+    def sample_train(self, n, seed=None):
+        """Draw n balanced training inputs over the L training items, in shuffled order.
+
+        Parameters
+        ----------
+        n : int
+            Number of inputs, >= 1. When n is even exactly half are same.
+        seed : int, SeedSequence, Generator or None
+
+        Returns
+        -------
+        x : ndarray, shape (n, input_dim), float64
+        y : ndarray, shape (n,), float64
+            1.0 for same, 0.0 for different.
+        """
+        return SameDifferent.sample_train(self, n, seed)     # the same draws, our rendering
+
+    def sample_test(self, n, seed=None):
+        """Draw n balanced test inputs from items outside the training set.
+
+        Parameters
+        ----------
+        n : int
+            Number of inputs, >= 1. When n is even exactly half are same.
+        seed : int, SeedSequence, Generator or None
+
+        Returns
+        -------
+        x : ndarray, shape (n, input_dim), float64
+        y : ndarray, shape (n,), float64
+        """
+        n = check_int("n", n, minimum=1)
+        check_seed("seed", seed)
+        rng = tagged_generator(seed, "sample_test")
+        y = balanced_labels(n, rng)
+        return self._test_inputs(y, rng), y
+
+    def weights_as_images(self, w):
+        """Reshape hidden weights into the shape of an input, for Fig. A1.
+
+        Parameters
+        ----------
+        w : array_like, shape (m, input_dim)
+            Hidden weights, one row per unit (``TrainResult.final_params.w``).
+
+        Returns
+        -------
+        ndarray, shape (m, *image_shape), float64
+            Grid tasks: (m, H, W), one image per unit, laid out as the
+            inputs are. Feature tasks: (m, 2, ...), the two halves of each
+            unit that read the two images of a pair.
+
+        Raises
+        ------
+        ValueError
+            When ``w`` is not a 2-d array with ``input_dim`` columns.
+        """
+        w = check_array("w", w, ndim=2)
+        if w.shape[1] != self.input_dim:
+            raise ValueError(f"`w` must have {self.input_dim} columns (the input dimension); "
+                             f"got shape {w.shape}.")
+        return w.reshape(w.shape[0], *self.image_shape)
+
+
+class GridTask(ImageTask):
+    """An image of ``grid`` x ``grid`` square cells of ``cell`` pixels, two of them filled.
+
+    Subclasses set ``grid``, ``cell`` and ``stamp`` (the side of what fills a
+    cell, placed at offset ``(cell - stamp) // 2`` inside it) and call
+    ``_set_geometry``.
+    """
+
+    def _set_geometry(self, grid, cell, stamp):
+        self.grid, self.cell, self.stamp = grid, cell, stamp
+        side = grid * cell
+        self.image_shape = (side, side)
+        self.input_dim = side * side
+        off = (cell - stamp) // 2
+        r, c = np.divmod(np.arange(grid * grid), grid)
+        self._cell_rc = np.stack([r * cell + off, c * cell + off], axis=1)  # (grid^2, 2)
+        self._cell_origin = self._cell_rc[:, 0] * side + self._cell_rc[:, 1]
+        i, j = np.divmod(np.arange(stamp * stamp), stamp)
+        self._stamp_offsets = i * side + j                                  # (stamp^2,)
+
+    def place_stamps(self, s1, s2, rng, sigma=None):
+        """Put stamps s1, s2 (n, stamp, stamp) into two distinct random cells.
+
+        The ordered pair of cells is uniform over the grid^2 (grid^2 - 1)
+        choices, independently for each image.
+
+        Parameters
+        ----------
+        s1, s2 : ndarray, shape (n, stamp, stamp)
+        rng : numpy.random.Generator
+        sigma : ndarray, shape (n,), optional
+            Gaussian blur of each image in pixels (see
+            ``place_blurred``); None for sharp images.
+
+        Returns
+        -------
+        ndarray, shape (n, H * W), float64; sharp images are zero outside
+        the two stamps.
+        """
+        n = s1.shape[0]
+        n_cells = self.grid * self.grid
+        c1 = rng.integers(0, n_cells, size=n)
+        c2 = (c1 + rng.integers(1, n_cells, size=n)) % n_cells
+        if sigma is not None:
+            origins = np.stack([self._cell_rc[c1], self._cell_rc[c2]], axis=1)
+            return place_blurred(self.image_shape, np.stack([s1, s2], axis=1), origins, sigma)
+        img = np.zeros((n, self.input_dim))
+        rows = np.arange(n)[:, None]
+        for c, s in ((c1, s1), (c2, s2)):
+            img[rows, self._cell_origin[c][:, None] + self._stamp_offsets] = s.reshape(n, -1)
+        return img
+
+    def as_cells(self, x):
+        """View flattened images or weights (n, H * W) as (n, grid, grid, cell, cell).
+
+        Entry [k, r, c] is cell (row r, column c) of image k; used to compare
+        the regions of a hidden unit in Fig. A1 or to read a pair's stamps.
+
+        Raises
+        ------
+        ValueError
+            When ``x`` is not a 2-d array with ``input_dim`` columns.
+        """
+        x = self.weights_as_images(x)
+        g, c = self.grid, self.cell
+        return x.reshape(x.shape[0], g, c, g, c).transpose(0, 1, 3, 2, 4)
