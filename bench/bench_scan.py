@@ -48,7 +48,7 @@ def through_scan(preset, folder):
     """Run the preset's "mlp" grid with ``fastsd.scan.run``; return best accuracies by key."""
     from fastsd.scan import run
 
-    (predictor, grid), = preset.parts
+    (_, predictor, grid), = preset.parts
     records = run(grid, predictor, os.path.join(folder, "scan.jsonl"), progress=False)
     return {r["key"]: r["best_test_accuracy"] for r in records}
 

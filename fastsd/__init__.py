@@ -16,6 +16,9 @@ _LAZY = {
     "Params": ("fastsd.mlp", "Params"),
     "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
     "ResultStore": ("fastsd.store", "ResultStore"),
+    "PSVRT": ("fastsd.tasks", "PSVRT"),
+    "Pentomino": ("fastsd.tasks", "Pentomino"),
+    "CifarPairs": ("fastsd.tasks", "CifarPairs"),
     "lazy_limit": ("fastsd.kernels", "lazy_limit"),
     "ntk": ("fastsd.kernels", "ntk"),
 }

@@ -91,3 +91,30 @@ def power_law_fit(x, y):
         return float(coef[1]), float("nan")
     s2 = resid @ resid / (lx.size - 2)
     return float(coef[1]), float(np.sqrt(s2 * np.linalg.inv(A.T @ A)[1, 1]))
+
+
+def cell_correlations(task, w):
+    """Correlations between the image cells each hidden unit reads (App. A, Fig. A1).
+
+    Rich units on PSVRT and Pentomino develop parallel or antiparallel
+    regions: the weights over one cell of the image grid equal (or are the
+    negative of) those over another, so the correlations are near +-1; lazy
+    units stay near their random initialisation, with correlations near 0.
+
+    Parameters
+    ----------
+    task : PSVRT or Pentomino
+        A grid task (with ``as_cells``).
+    w : ndarray, shape (m, input_dim)
+        Hidden weights, one row per unit.
+
+    Returns
+    -------
+    ndarray, shape (m, c, c)
+        For each unit, the correlation matrix of its weights over the c cells.
+    """
+    cells = task.as_cells(np.asarray(w, float))
+    cells = cells.reshape(cells.shape[0], -1, cells.shape[-2] * cells.shape[-1])
+    cells = cells - cells.mean(axis=2, keepdims=True)
+    cells /= np.maximum(np.linalg.norm(cells, axis=2, keepdims=True), np.finfo(float).tiny)
+    return cells @ cells.transpose(0, 2, 1)

@@ -31,7 +31,7 @@ def _draw_gammas(ax, records, axis):
 
     acc = defaultdict(lambda: defaultdict(list))
     for r in records:
-        acc[gamma_group(r["gamma"], r["d"])][r[axis]].append(r["best_test_accuracy"])
+        acc[gamma_group(r["gamma"], r.get("d", 1))][r[axis]].append(r["best_test_accuracy"])
     groups = sorted(acc)
     cmap = matplotlib.colormaps["plasma"]
     for i, g in enumerate(groups):
@@ -378,6 +378,81 @@ def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
         ax.set_ylim(0.45, 1.02)
     axes[0].set_ylabel("test accuracy (best over training)")
     axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)
+
+
+def plot_panels(panels, out_prefix, title=None):
+    """Fig. 3: test accuracy against each panel's swept quantity, one line per gamma.
+
+    Parameters
+    ----------
+    panels : sequence of (str, sequence of dict, str)
+        Panel title, records (``gamma``, ``best_test_accuracy`` and the
+        axis field) and the record field on the x axis.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    fig = Figure(figsize=(3.0 * len(panels) + 1.6, 3.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
+    for ax, (name, records, axis) in zip(axes, panels):
+        _draw_gammas(ax, records, axis)
+        ax.axhline(0.5, color="0.5", ls=":", lw=1)
+        if axis == "L":
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel(name, fontsize=8)
+        ax.set_ylim(0.45, 1.02)
+    axes[0].set_ylabel("test accuracy (best over training)")
+    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return _save(fig, out_prefix)
+
+
+def plot_weight_images(shown, out_prefix, title=None):
+    """Fig. A1: hidden weights as images, the units with the largest and the most negative a.
+
+    Parameters
+    ----------
+    shown : sequence of (str, ndarray, ndarray)
+        A label and the two weight images (H, W) of one model: the unit with
+        the largest readout and the one with the most negative readout.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2.0 * len(shown), 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, len(shown), squeeze=False)
+    for j, (label, top, bottom) in enumerate(shown):
+        for i, (img, which) in enumerate(((top, "largest a"), (bottom, "most negative a"))):
+            ax = axes[i, j]
+            vmax = float(np.abs(img).max()) or 1.0
+            ax.imshow(img, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"{label}\n{which}", fontsize=7)
     if title:
         fig.suptitle(title, fontsize=9)
     return _save(fig, out_prefix)

@@ -26,8 +26,10 @@ class Preset:
         Fig. F1; otherwise test accuracy).
     title : str
         One line saying what the figure shows.
-    parts : tuple of (str, Grid)
-        Predictor names and their grids, run in order.
+    parts : tuple of (str, str, Grid)
+        Label, predictor name and grid of each part, run in order. A preset
+        with one part stores it in ``<name>.jsonl``, one with several in
+        ``<name>-<label>.jsonl``.
     """
 
     name: str
@@ -35,9 +37,9 @@ class Preset:
     title: str
     parts: tuple
 
-    def store_name(self, predictor):
-        """File stem of a part's store: the preset's name, plus the predictor with several parts."""
-        return self.name if len(self.parts) == 1 else f"{self.name}-{predictor}"
+    def store_name(self, label):
+        """File stem of a part's store: the preset's name, plus the label with several parts."""
+        return self.name if len(self.parts) == 1 else f"{self.name}-{label}"
 
     def cells(self, predictor="mlp"):
         """Return the prepared settings of every cell of the ``predictor`` parts.
@@ -45,15 +47,15 @@ class Preset:
         For "mlp" they are ``Cell`` objects, for the others dicts.
         """
         pred = get_predictor(predictor)
-        out = [pred.prepare(s) for p, grid in self.parts if p == predictor
+        out = [pred.prepare(s) for _, p, grid in self.parts if p == predictor
                for _, s in grid.cells()]
         return [Cell(**s) for s in out] if predictor == "mlp" else out
 
 
 def _grid(ds, Ls, gammas, seeds, **common):
     """One "mlp" part over d x L x gamma x seed ("lazy" is gamma = 1e-5/sqrt(d))."""
-    return (("mlp", Grid(d=list(ds), L=list(Ls), gamma=list(gammas), seed=list(seeds),
-                         **common)),)
+    return (("mlp", "mlp", Grid(d=list(ds), L=list(Ls), gamma=list(gammas), seed=list(seeds),
+                                **common)),)
 
 
 _PAPER_GAMMAS = ("lazy", 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -102,8 +104,8 @@ _F1_GAMMAS = tuple(10.0 ** e for e in np.linspace(-5, 0, 11))
 
 
 def _f1_grid(ds, gammas, seeds, **common):
-    return (("mlp", Grid(root_d=[False, True], d=list(ds), gamma=list(gammas), seed=list(seeds),
-                         L=16, **common)),)
+    return (("mlp", "mlp", Grid(root_d=[False, True], d=list(ds), gamma=list(gammas),
+                                seed=list(seeds), L=16, **common)),)
 
 
 PRESETS.update({
@@ -128,7 +130,7 @@ PRESETS.update({
         "(m=1024)", _grid([16, 64, 256, 1024], [2, 3, 5, 10, 28], [1.0], range(2), width=1024,
                           steps=2000, eval_every=200)),
 })
-GRID_FIGURES = ("fig1b", "fig1c", "fig1e", "fig1f", "fig2", "figC3", "figF1")
+GRID_FIGURES = ("fig1b", "fig1c", "fig1e", "fig1f", "fig2", "fig3", "figC3", "figF1")
 
 #: Fig. C1 is no training grid: max-margin matrices over (L, P) at one d.
 MAX_MARGIN = {
@@ -145,15 +147,15 @@ _1E_L = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 7, 11)})
 PRESETS.update({
     "fig1e": Preset(
         "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma -> 0) test accuracy over d and L",
-        (("lazy_limit", Grid(d=_1E_D, L=_1E_L, seed=[0, 1, 2], steps=25_000,
+        (("lazy_limit", "lazy_limit", Grid(d=_1E_D, L=_1E_L, seed=[0, 1, 2], steps=25_000,
                              eval_every=1000, n_test=1024)),
-         ("mlp", Grid(d=[8, 16, 32, 64], L=[8, 32, 128], gamma="lazy", seed=[0, 1, 2],
+         ("mlp", "mlp", Grid(d=[8, 16, 32, 64], L=[8, 32, 128], gamma="lazy", seed=[0, 1, 2],
                       width=4096, steps=25_000, eval_every=1000, n_test=1024)))),
     "fig1e-quick": Preset(
         "fig1e-quick", "lazy_heatmap", "Fig. 1e (quick): lazy (gamma -> 0) test accuracy "
-        "over d and L", (("lazy_limit", Grid(d=[4, 8, 16, 32], L=[4, 8, 16, 32, 64], seed=0,
+        "over d and L", (("lazy_limit", "lazy_limit", Grid(d=[4, 8, 16, 32], L=[4, 8, 16, 32, 64], seed=0,
                                              steps=5000, eval_every=1000, n_test=1024)),
-                         ("mlp", Grid(d=[8, 16, 32], L=[16, 64], gamma="lazy", seed=0,
+                         ("mlp", "mlp", Grid(d=[8, 16, 32], L=[16, 64], gamma="lazy", seed=0,
                                       width=1024, steps=5000, eval_every=1000,
                                       n_test=1024)))),
 })
@@ -172,25 +174,62 @@ PRESETS.update({
     "fig2": Preset(
         "fig2", "noisy", "Fig. 2: noisy task, test accuracy vs L with the Bayes-optimal "
         "accuracies (d=64, m=1024)",
-        (("mlp", Grid(sigma2=_F2_SIGMA2, L=_F2_LS, gamma=_F2_GAMMAS, seed=[0, 1, 2], d=64,
+        (("mlp", "mlp", Grid(sigma2=_F2_SIGMA2, L=_F2_LS, gamma=_F2_GAMMAS, seed=[0, 1, 2], d=64,
                       **_PAPER)),
-         ("bayes", Grid(sigma2=_F2_SIGMA2, L=_F2_LS, prior=["generalizing", "memorizing"],
+         ("bayes", "bayes", Grid(sigma2=_F2_SIGMA2, L=_F2_LS, prior=["generalizing", "memorizing"],
                         seed=[0, 1, 2], d=64, n_test=20_000)))),
     "fig2-quick": Preset(
         "fig2-quick", "noisy", "Fig. 2 (quick): noisy task, test accuracy vs L with the "
         "Bayes-optimal accuracies (d=64, m=1024)",
-        (("mlp", Grid(sigma2=_F2_SIGMA2, L=[2, 32, 512, 8192], gamma=["lazy", 1.0], seed=0,
+        (("mlp", "mlp", Grid(sigma2=_F2_SIGMA2, L=[2, 32, 512, 8192], gamma=["lazy", 1.0], seed=0,
                       d=64, width=1024, steps=8000, eval_every=800, n_test=4096)),
-         ("bayes", Grid(sigma2=_F2_SIGMA2, L=[2, 32, 512, 8192],
+         ("bayes", "bayes", Grid(sigma2=_F2_SIGMA2, L=[2, 32, 512, 8192],
                         prior=["generalizing", "memorizing"], seed=0, d=64, n_test=20_000)))),
 })
+
+# Fig. 3 (b, c, e, f): the visual tasks over gamma (Sec. 4, App. G.3-G.4). Published code:
+# m = 512, 100k steps, 3 seeds; b: PSVRT on 5 x 5 patches, 16..2048 training patterns;
+# c: 1024 patterns, 2..10 patches a side; e: Pentomino width 2, 2..16 training shapes;
+# f: 14 shapes, width 2..10. The quick grid: m = 256, 3000 steps (the rich models are still
+# improving; the lazy ones are flat), 2 seeds, fewer x values.
+_F3_GAMMAS = ["lazy", 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+
+
+def _f3_parts(seeds, train, b, c, c_L, e, f):
+    common = dict(gamma=_F3_GAMMAS, seed=list(seeds), **train)
+    return (("b", "mlp_image", Grid(task="psvrt", L=b, patch=5, n_patches=5, **common)),
+            ("c", "mlp_image", Grid(task="psvrt", n_patches=c, L=c_L, patch=5,
+                                    **common)),
+            ("e", "mlp_image", Grid(task="pentomino", L=e, image_width=2, blur=0.5, **common)),
+            ("f", "mlp_image", Grid(task="pentomino", image_width=f, L=14, blur=0.5, **common)))
+
+
+PRESETS.update({
+    "fig3": Preset(
+        "fig3", "visual", "Fig. 3: PSVRT (b, c) and Pentomino (e, f) test accuracy over gamma",
+        _f3_parts(range(3), dict(width=512, steps=100_000, eval_every=5000, n_test=1024),
+                  b=[16, 32, 64, 128, 256, 512, 1024, 2048], c=list(range(2, 11)), c_L=1024,
+                  e=list(range(2, 17, 2)), f=list(range(2, 11)))),
+    "fig3-quick": Preset(
+        "fig3-quick", "visual", "Fig. 3 (quick): PSVRT (b, c) and Pentomino (e, f) test "
+        "accuracy over gamma (m=256, 3000 steps)",
+        _f3_parts(range(2), dict(width=256, steps=3000, eval_every=250, n_test=1024),
+                  b=[16, 64, 256, 1024], c=[2, 4, 6], c_L=256, e=[2, 6, 10, 16], f=[2, 3, 4])),
+})
+
+#: Fig. A1: hidden weights as images, a rich and a lazy model on PSVRT and Pentomino with
+#: two cells a side (App. A).
+WEIGHT_IMAGES = {
+    "figA1": dict(width=512, steps=20_000, eval_every=2000, seed=0),
+    "figA1-quick": dict(width=256, steps=3000, eval_every=500, seed=0),
+}
 
 #: Fig. 1a/1d trains one rich and one lazy model and reads their weight structure.
 WEIGHT_STRUCTURE = {
     "fig1a": dict(d=128, L=16, width=1024, steps=15_000, eval_every=3000, seed=0),
     "fig1a-quick": dict(d=128, L=16, width=256, steps=2000, eval_every=400, seed=0),
 }
-FIGURES = ("fig1a",) + GRID_FIGURES + ("figC1",)
+FIGURES = ("fig1a",) + GRID_FIGURES + ("figA1", "figC1")
 
 
 def get_preset(figure, quick=False):

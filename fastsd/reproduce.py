@@ -9,7 +9,7 @@ import json
 import os
 
 from ._validation import check_choice
-from .presets import FIGURES, MAX_MARGIN, WEIGHT_STRUCTURE, get_preset
+from .presets import FIGURES, MAX_MARGIN, WEIGHT_IMAGES, WEIGHT_STRUCTURE, get_preset
 
 
 def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
@@ -18,7 +18,7 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     Returns
     -------
     records : dict of str to list of dict
-        The first stored record of each of the preset's cells, per predictor.
+        The first stored record of each of the preset's cells, per part label.
     stores : list of str
         The store paths.
     """
@@ -26,8 +26,8 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     from .store import ResultStore
 
     records, stores = {}, []
-    for predictor, grid in preset.parts:
-        store = ResultStore(os.path.join(out, preset.store_name(predictor) + ".jsonl"))
+    for label, predictor, grid in preset.parts:
+        store = ResultStore(os.path.join(out, preset.store_name(label) + ".jsonl"))
         run(grid, predictor, store, executor, backend=backend, progress=progress)
         pred = get_predictor(predictor)
         keys = {pred.key(pred.prepare(s)) for _, s in grid.cells()}
@@ -35,7 +35,7 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
         for r in store.load():
             if r.get("key") in keys:
                 first.setdefault(r["key"], r)
-        records.setdefault(predictor, []).extend(first.values())
+        records.setdefault(label, []).extend(first.values())
         stores.append(store.path)
     return records, stores
 
@@ -222,6 +222,72 @@ def _noisy(preset, records, prefix):
     return heading, "\n".join(text).rstrip(), {"blocks": blocks}, figures
 
 
+#: The x axis of each Fig. 3 panel and its label.
+_F3_AXES = {"b": ("L", "training bit-patterns (PSVRT, 5 x 5 patches)"),
+            "c": ("n_patches", "image side in patches (PSVRT)"),
+            "e": ("L", "training shapes (Pentomino, width 2)"),
+            "f": ("image_width", "image side in cells (Pentomino)")}
+
+
+def _visual(preset, records, prefix):
+    from . import plots
+    from .scan import format_table, summarize
+
+    panels, text, blocks = [], [], []
+    for label, _, _ in preset.parts:
+        axis, xlabel = _F3_AXES[label]
+        table = summarize(records[label], axis)
+        blocks.append({"panel": label, "axis": axis, "table": table})
+        text += [f"Fig. 3{label}: {xlabel}", format_table(table, eq3=False), ""]
+        panels.append((f"({label}) {xlabel}", records[label], axis))
+    figures = plots.plot_panels(panels, prefix, title=preset.title)
+    heading = "mean best test accuracy over seeds on held-out patterns / shapes, per gamma"
+    return heading, "\n".join(text).rstrip(), {"panels": blocks}, figures
+
+
+def _weight_images(name, out):
+    import numpy as np
+
+    from .analysis import cell_correlations
+    from .mlp import train_ensemble
+    from .plots import plot_weight_images
+    from .tasks import PSVRT, Pentomino
+
+    cfg = WEIGHT_IMAGES[name]
+    tasks = {"PSVRT": PSVRT(patch=5, n_patches=2, n_train_patterns=256, seed=cfg["seed"]),
+             "Pentomino": Pentomino(width=2, n_train_shapes=14, seed=cfg["seed"])}
+    rows, shown = [], []
+    iu = np.triu_indices(4, 1)
+    for task_name, task in tasks.items():
+        results = train_ensemble(task, [1.0, 1e-5], cfg["seed"], width=cfg["width"],
+                                 steps=cfg["steps"], eval_every=cfg["eval_every"])
+        for model, r in zip(("rich", "lazy"), results):
+            w, a = r.final_params.w, r.final_params.a
+            corr = np.abs(cell_correlations(task, w)[:, iu[0], iu[1]])
+            top = np.argsort(-np.abs(a))[:16]
+            rows.append({"task": task_name, "model": model, "gamma": r.config["gamma"],
+                         "best_test_accuracy": r.best_test_accuracy,
+                         "cell_correlation_top16": float(corr[top].mean()),
+                         "cell_correlation_all": float(corr.mean())})
+            images = task.weights_as_images(w)
+            shown.append((f"{task_name}, {model}", images[np.argmax(a)], images[np.argmin(a)]))
+    prefix = os.path.join(out, name)
+    figures = plot_weight_images(shown, prefix, title=f"Fig. A1: hidden weights as images "
+                                 f"(m = {cfg['width']}, {cfg['steps']} steps)")
+    with open(prefix + ".json", "w", encoding="utf-8") as fh:
+        json.dump({"rows": rows}, fh, indent=1)
+    lines = [f"{'task':>10} {'model':>6} {'best acc':>9} {'|corr| top16':>13} {'|corr| all':>11}"]
+    for w in rows:
+        lines.append(f"{w['task']:>10} {w['model']:>6} {w['best_test_accuracy']:>9.3f} "
+                     f"{w['cell_correlation_top16']:>13.3f} {w['cell_correlation_all']:>11.3f}")
+    return {"figure": name, "title": "Fig. A1: parallel and antiparallel regions in hidden "
+                                     "weights (App. A)",
+            "heading": "mean |correlation| between the image cells a unit reads, over the 16 "
+                       "units with the largest |a| and over all units",
+            "table": "\n".join(lines), "summary": {"rows": rows},
+            "results": [prefix + ".json"], "figures": figures}
+
+
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
               executor=None):
     """Run, draw and tabulate one figure of the paper.
@@ -267,6 +333,8 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
         return _max_margin("figC1-quick" if quick else "figC1", out)
     if figure == "fig1a":
         return _weight_structure("fig1a-quick" if quick else "fig1a", out)
+    if figure == "figA1":
+        return _weight_images("figA1-quick" if quick else "figA1", out)
     preset = get_preset(figure, quick=quick)
     records, stores = run_preset(preset, out, progress=progress, backend=backend,
                                  executor=executor)
@@ -276,6 +344,8 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
         heading, table, summary, figures = _lazy_heatmap(preset, records, prefix)
     elif preset.axis == "noisy":
         heading, table, summary, figures = _noisy(preset, records, prefix)
+    elif preset.axis == "visual":
+        heading, table, summary, figures = _visual(preset, records, prefix)
     elif preset.axis == "gamma":
         figures = plots.plot_activation_change(mlp, prefix, title=preset.title)
         summary = summarize_activation(mlp)

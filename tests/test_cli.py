@@ -85,7 +85,7 @@ def tiny_fig1c(monkeypatch):
     grid = Grid(L=[2, 4], gamma=["lazy", 1.0], seed=[0, 1], d=8, width=16, steps=20,
                 eval_every=10, n_test=64)
     monkeypatch.setitem(PRESETS, "fig1c-quick", Preset("fig1c-quick", "L", "tiny",
-                                                       (("mlp", grid),)))
+                                                       (("mlp", "mlp", grid),)))
     return grid.cells()
 
 
@@ -129,7 +129,7 @@ def test_reproduce_figF1_records_activation_change_and_tabulates_it(tmp_path, ca
     grid = Grid(root_d=[False, True], d=[8, 32], gamma=[1e-3, 1.0], L=16, seed=0, width=16,
                 steps=40, eval_every=20, n_test=64)
     monkeypatch.setitem(PRESETS, "figF1-quick", Preset("figF1-quick", "gamma", "tiny",
-                                                       (("mlp", grid),)))
+                                                       (("mlp", "mlp", grid),)))
     assert main(["reproduce", "figF1", "--quick", "--out", str(tmp_path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert summary["columns"] == ["d=8", "d=32", "d=8 no-sqrt-d", "d=32 no-sqrt-d"]
@@ -169,9 +169,9 @@ def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
 def test_reproduce_fig1e_limit_heatmap_scaling_and_finite_comparison(tmp_path, capsys,
                                                                      monkeypatch):
     tiny = Preset("fig1e-quick", "lazy_heatmap", "tiny", (
-        ("lazy_limit", Grid(d=[4, 8], L=[2, 4, 8, 16], seed=0, steps=400, eval_every=200,
+        ("lazy_limit", "lazy_limit", Grid(d=[4, 8], L=[2, 4, 8, 16], seed=0, steps=400, eval_every=200,
                             n_test=256)),
-        ("mlp", Grid(d=[4], L=[8], gamma="lazy", seed=0, width=64, steps=400, eval_every=200,
+        ("mlp", "mlp", Grid(d=[4], L=[8], gamma="lazy", seed=0, width=64, steps=400, eval_every=200,
                      n_test=256))))
     monkeypatch.setitem(PRESETS, "fig1e-quick", tiny)
     assert main(["reproduce", "fig1e", "--quick", "--out", str(tmp_path), "--json"]) == 0
@@ -196,9 +196,9 @@ def test_ntk_command_json_and_bad_pairs(capsys):
 
 def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, monkeypatch):
     tiny = Preset("fig2-quick", "noisy", "tiny", (
-        ("mlp", Grid(sigma2=[0.0, 1.0], L=[2, 8], gamma=["lazy", 1.0], seed=0, d=8, width=16,
+        ("mlp", "mlp", Grid(sigma2=[0.0, 1.0], L=[2, 8], gamma=["lazy", 1.0], seed=0, d=8, width=16,
                      steps=40, eval_every=20, n_test=64)),
-        ("bayes", Grid(sigma2=[0.0, 1.0], L=[2, 8], prior=["generalizing", "memorizing"],
+        ("bayes", "bayes", Grid(sigma2=[0.0, 1.0], L=[2, 8], prior=["generalizing", "memorizing"],
                        seed=0, d=8, n_test=500))))
     monkeypatch.setitem(PRESETS, "fig2-quick", tiny)
     assert main(["reproduce", "fig2", "--quick", "--out", str(tmp_path), "--json"]) == 0
@@ -210,3 +210,28 @@ def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, m
     # without noise the generalizing Bayes classifier is an exact equality test
     assert all(r["mean"]["Bayes gen."] == 1.0 for r in blocks[0]["table"]["rows"])
     assert (tmp_path / "fig2-quick.png").stat().st_size > 0
+
+
+def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
+    from fastsd.presets import WEIGHT_IMAGES
+    train = dict(gamma=["lazy", 1.0], seed=0, width=16, steps=40, eval_every=20, n_test=64)
+    tiny = Preset("fig3-quick", "visual", "tiny", (
+        ("b", "mlp_image", Grid(task="psvrt", L=[4, 8], patch=3, n_patches=2, **train)),
+        ("c", "mlp_image", Grid(task="psvrt", n_patches=[2, 3], L=8, patch=3, **train)),
+        ("e", "mlp_image", Grid(task="pentomino", L=[2, 4], image_width=2, **train)),
+        ("f", "mlp_image", Grid(task="pentomino", image_width=[2, 3], L=4, **train))))
+    monkeypatch.setitem(PRESETS, "fig3-quick", tiny)
+    assert main(["reproduce", "fig3", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    panels = json.loads(capsys.readouterr().out)["summary"]["panels"]
+    assert [(p["panel"], p["axis"]) for p in panels] == [
+        ("b", "L"), ("c", "n_patches"), ("e", "L"), ("f", "image_width")]
+    assert all(set(r["mean"]) == {"gamma~0", "gamma=1"} for p in panels
+               for r in p["table"]["rows"])
+    monkeypatch.setitem(WEIGHT_IMAGES, "figA1-quick",
+                        dict(width=16, steps=40, eval_every=20, seed=0))
+    assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["summary"]["rows"]
+    assert [(r["task"], r["model"]) for r in rows] == [
+        ("PSVRT", "rich"), ("PSVRT", "lazy"), ("Pentomino", "rich"), ("Pentomino", "lazy")]
+    assert all(0 <= r["cell_correlation_all"] <= 1 for r in rows)
+    assert (tmp_path / "figA1-quick.png").stat().st_size > 0

@@ -218,3 +218,18 @@ def test_bayes_predictor_shares_the_networks_symbols(tmp_path):
     cell = Cell(d=8, L=4, gamma=1.0, seed=3, width=4, steps=1, sigma2=1.0)
     assert rec["task_seed"] == cell.task_seed and 0.0 <= rec["accuracy"] <= 1.0
     assert rec["stderr"] > 0 and rec["prior"] == "memorizing"
+
+
+def test_image_predictor_settings(tmp_path):
+    grid = Grid(task="pentomino", L=[4], gamma=["lazy", 1.0], seed=0, width=8, steps=20,
+                eval_every=10, n_test=64)
+    recs = run(grid, "mlp_image", tmp_path / "i.jsonl", "serial", progress=False)
+    assert {r["gamma"] for r in recs} == {1e-5, 1.0}          # no sqrt(d) on image tasks
+    assert {(r["image_width"], r["blur"], r["patch"]) for r in recs} == {(2, 0.5, None)}
+    with pytest.raises(ValueError, match=r"`n_patches` must be None \(it is a setting of task "
+                                         r"'psvrt'\) with task 'pentomino'"):
+        run(Grid(task="pentomino", L=[4], gamma=1.0, seed=0, width=8, steps=20, n_patches=3),
+            "mlp_image", tmp_path / "j.jsonl", "serial")
+    with pytest.raises(ValueError, match=r"`n_train_shapes` must be an integer <= 16"):
+        run(Grid(task="pentomino", L=[17], gamma=1.0, seed=0, width=8, steps=20),
+            "mlp_image", tmp_path / "k.jsonl", "serial")

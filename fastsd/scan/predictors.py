@@ -99,6 +99,84 @@ class MLPPredictor(Predictor):
         return train_cells([Cell(**s) for s in group], backend=backend, dtype=dtype)
 
 
+class MLPImagePredictor(Predictor):
+    """Finite-width MLPs on the visual tasks (Sec. 4): PSVRT and Pentomino, ``train_ensemble``.
+
+    Settings: ``task`` ("psvrt" or "pentomino"), L (training bit-patterns or
+    shapes), gamma (``"lazy"`` is 1e-5: image tasks have no sqrt(d) factor,
+    App. G.3-G.4), seed, width, steps and the other training settings of
+    "mlp"; for PSVRT ``patch`` and ``n_patches`` (image side in patches), for
+    Pentomino ``image_width`` (image side in 7 x 7 cells) and ``blur``. The
+    settings of the other task are None. ``task_seed`` (the training items)
+    defaults to one derived from (seed, L). Cells that differ only in gamma
+    and the seeds train as one ensemble.
+    """
+
+    name = "mlp_image"
+    required = ("task", "L", "gamma", "seed", "width", "steps")
+    defaults = {"batch_size": 128, "eval_every": 1000, "n_test": 1024, "alpha0": None,
+                "init": "normal", "task_seed": None, "patch": None, "n_patches": None,
+                "image_width": None, "blur": None}
+    _TASK_DEFAULTS = {"psvrt": {"patch": 5, "n_patches": 5},
+                      "pentomino": {"image_width": 2, "blur": 0.5}}
+
+    def validate(self, settings):
+        from .._validation import check_float
+        from .cells import derive_task_seed
+
+        s = dict(settings)
+        task = check_choice("task", s["task"], tuple(self._TASK_DEFAULTS))
+        for name, default in self._TASK_DEFAULTS[task].items():
+            s[name] = default if s[name] is None else s[name]
+        for other, names in self._TASK_DEFAULTS.items():
+            for name in names:
+                if other != task and s[name] is not None:
+                    raise ValueError(f"`{name}` must be None (it is a setting of task "
+                                     f"{other!r}) with task {task!r}; got {s[name]!r}.")
+        s["gamma"] = 1e-5 if s["gamma"] == "lazy" else check_float("gamma", s["gamma"],
+                                                                   positive=True)
+        for name, minimum in (("L", 2), ("seed", 0), ("width", 1), ("steps", 1),
+                              ("batch_size", 1), ("eval_every", 1), ("n_test", 1)):
+            s[name] = check_int(name, s[name], minimum)
+        if s["alpha0"] is not None:
+            s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)
+        check_choice("init", s["init"], ("normal", "truncated"))
+        s["task_seed"] = (derive_task_seed(s["seed"], s["L"], 0) if s["task_seed"] is None
+                          else check_int("task_seed", s["task_seed"], 0))
+        self.make_task(s)           # the task checks its own settings (counts, sizes)
+        return s
+
+    @staticmethod
+    def make_task(s):
+        """Return the task of prepared settings ``s``."""
+        from ..tasks import PSVRT, Pentomino
+
+        if s["task"] == "psvrt":
+            return PSVRT(patch=s["patch"], n_patches=s["n_patches"], n_train_patterns=s["L"],
+                         seed=s["task_seed"])
+        return Pentomino(width=s["image_width"], n_train_shapes=s["L"], blur=s["blur"],
+                         seed=s["task_seed"])
+
+    def group_key(self, settings):
+        return tuple(sorted((k, v) for k, v in settings.items()
+                            if k not in ("gamma", "seed", "task_seed")))
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from ..mlp import train_ensemble
+
+        s0 = group[0]
+        tasks = [self.make_task(s) for s in group]
+        results = train_ensemble(
+            tasks, [s["gamma"] for s in group], [s["seed"] for s in group], width=s0["width"],
+            steps=s0["steps"], batch_size=s0["batch_size"], alpha0=s0["alpha0"],
+            eval_every=s0["eval_every"], n_test=s0["n_test"], backend=backend, dtype=dtype,
+            init=s0["init"])
+        return [dict(r.to_record(), **{k: s[k] for k in ("task", "patch", "n_patches",
+                                                        "image_width", "blur", "task_seed")},
+                     task_class=type(t).__name__)
+                for s, r, t in zip(group, results, tasks)]
+
+
 class TheoryPredictor(Predictor):
     """The rich-regime closed form of the test accuracy on unseen symbols (Eq. 3)."""
 
@@ -318,8 +396,8 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
 
 
 #: The predictors ``fastsd.scan.run`` accepts, by name.
-PREDICTORS = {p.name: p for p in (MLPPredictor(), TheoryPredictor(), WalkersPredictor(),
-                                   LazyLimitPredictor(), BayesPredictor())}
+PREDICTORS = {p.name: p for p in (MLPPredictor(), MLPImagePredictor(), TheoryPredictor(),
+                                   WalkersPredictor(), LazyLimitPredictor(), BayesPredictor())}
 
 
 def get_predictor(name):

@@ -14,8 +14,9 @@ def summarize(records, axis, columns="gamma"):
     records : sequence of dict
         Records of the "mlp" predictor (``d``, ``L``, ``gamma``,
         ``best_test_accuracy``).
-    axis : {"L", "d"}
-        The table's rows.
+    axis : str
+        The table's rows: "L", "d", or another numeric record field (e.g.
+        "n_patches" for Fig. 3c).
     columns : {"gamma", "d"}, default "gamma"
         The table's columns: gamma groups (gamma 0.0 for the lazy
         1e-5/sqrt(d)), or d (the heatmaps of Fig. 1b/1e).
@@ -26,23 +27,22 @@ def summarize(records, axis, columns="gamma"):
         JSON-ready: ``axis``; ``columns``, in increasing order, each
         ``{"name", <columns>: value}``; and ``rows``, one per axis value in
         increasing order, each ``{axis: value, "L": L, "eq3": Eq. 3 at that
-        row's L, "mean": {name: mean}, "std": {name: std}, "n": {name: seeds}}``.
+        row's L (None when the row mixes several L), "mean": {name: mean},
+        "std": {name: std}, "n": {name: seeds}}``.
         Cells with no record are absent from ``mean``, ``std`` and ``n``.
 
     Raises
     ------
     ValueError
-        For an unknown axis or columns, or a row mixing several L (axis "d").
+        For unknown columns, or columns equal to the rows.
     """
     from ..theory import rich_test_accuracy
 
-    if axis not in ("L", "d"):
-        raise ValueError(f"`axis` must be one of 'L', 'd'; got {axis!r}.")
     if columns not in ("gamma", "d") or columns == axis:
         raise ValueError(f"`columns` must be 'gamma' or 'd' (not the rows, {axis!r}); "
                          f"got {columns!r}.")
     if columns == "gamma":
-        column_of, name_of = (lambda r: gamma_group(r["gamma"], r["d"])), gamma_name
+        column_of, name_of = (lambda r: gamma_group(r["gamma"], r.get("d", 1))), gamma_name
     else:
         column_of, name_of = (lambda r: r[columns]), (lambda v: f"{columns}={v}")
     acc = defaultdict(list)
@@ -53,11 +53,9 @@ def summarize(records, axis, columns="gamma"):
     groups = sorted({g for _, g in acc})
     rows = []
     for value in sorted(Ls):
-        if len(Ls[value]) != 1:
-            raise ValueError(f"`records` must have one L per {axis} = {value} to compare with "
-                             f"Eq. 3; got L in {sorted(Ls[value])}.")
-        L = Ls[value].pop()
-        row = {axis: value, "L": L, "eq3": float(rich_test_accuracy(L)),
+        L = Ls[value].pop() if len(Ls[value]) == 1 else None
+        eq3 = None if L is None else float(rich_test_accuracy(L))
+        row = {axis: value, "L": L, "eq3": eq3,
                "mean": {}, "std": {}, "n": {}}
         for g in groups:
             a = acc.get((value, g))
