@@ -17,7 +17,7 @@ The share of generation in a training step is vectorised time per batch /
 step time per model, in wall time and in process CPU time (on a busy shared
 machine the CPU-time share is the closer estimate of the idle one). Every
 library runs on one thread (set the *_NUM_THREADS variables to change it),
-as in the workers of ``examples/fig3_quick.py``. Settings: PSVRT at Fig. 3b/c sizes (patch 5, 5 and 10
+as in the workers of ``fastsd reproduce fig3``. Settings: PSVRT at Fig. 3b/c sizes (patch 5, 5 and 10
 patches per side), Pentomino at Fig. 3e/f sizes (width 2 and 6, blur 0.5).
 
 Run from the repository root::

@@ -22,13 +22,28 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     stores : list of str
         The store paths.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from .scan import get_predictor, run
+    from .scan.executors import cpu_count, local_pool
     from .store import ResultStore
 
-    records, stores = {}, []
-    for label, predictor, grid in preset.parts:
-        store = ResultStore(os.path.join(out, preset.store_name(label) + ".jsonl"))
-        run(grid, predictor, store, executor, backend=backend, progress=progress)
+    stores = [ResultStore(os.path.join(out, preset.store_name(label) + ".jsonl"))
+              for label, _, _ in preset.parts]
+    if executor is None and len(preset.parts) > 1 and backend != "cuda":
+        # Several parts share one pool of single-threaded workers, so that a part's last,
+        # largest groups do not leave cores idle while the next part waits.
+        with local_pool(cpu_count(), 1) as pool, ThreadPoolExecutor(len(stores)) as parts:
+            runs = [parts.submit(run, grid, predictor, store, pool, backend=backend,
+                                 progress=progress, threads=1)
+                    for (_, predictor, grid), store in zip(preset.parts, stores)]
+            for r in runs:
+                r.result()
+    else:
+        for (_, predictor, grid), store in zip(preset.parts, stores):
+            run(grid, predictor, store, executor, backend=backend, progress=progress)
+    records = {}
+    for (label, predictor, grid), store in zip(preset.parts, stores):
         pred = get_predictor(predictor)
         keys = {pred.key(pred.prepare(s)) for _, s in grid.cells()}
         first = {}
@@ -36,8 +51,7 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
             if r.get("key") in keys:
                 first.setdefault(r["key"], r)
         records.setdefault(label, []).extend(first.values())
-        stores.append(store.path)
-    return records, stores
+    return records, [store.path for store in stores]
 
 
 def _max_margin(name, out):

@@ -41,8 +41,12 @@ def run_group(predictor, group, backend, dtype, threads):
     pred = get_predictor(predictor)
     if threads is None:
         return pred.run_group(group, backend=backend, dtype=dtype)
+    import importlib
+
     import numba
     from threadpoolctl import threadpool_limits
+
+    importlib.import_module("scipy.linalg.blas")     # load every BLAS before limiting them
 
     before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
@@ -51,6 +55,24 @@ def run_group(predictor, group, backend, dtype, threads):
             return pred.run_group(group, backend=backend, dtype=dtype)
     finally:
         numba.set_num_threads(before)
+
+
+#: Environment variables that size the thread pools of BLAS, OpenMP and Numba at import.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS")
+
+
+def _thread_environment(threads):
+    """Worker initializer: size the thread pools before NumPy, SciPy or Numba load."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+
+
+def local_pool(workers, threads):
+    """Return a pool of ``workers`` fresh ("spawn") processes with ``threads`` threads each."""
+    return cf.ProcessPoolExecutor(max_workers=workers,
+                                  mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_thread_environment, initargs=(threads,))
 
 
 def is_dask_client(executor):
@@ -108,8 +130,7 @@ def submit_groups(executor, jobs, threads):
         workers = max(1, min(len(jobs), cpu_count()))
         if threads is None:
             threads = max(1, cpu_count() // workers)
-        executor = cf.ProcessPoolExecutor(max_workers=workers,
-                                          mp_context=multiprocessing.get_context("spawn"))
+        executor = local_pool(workers, threads)
     elif threads is None:
         threads = 1
     futures = {}

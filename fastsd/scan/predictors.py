@@ -69,6 +69,10 @@ class Predictor:
         """Return one record (a JSON-ready dict) per prepared cell in ``group``."""
         raise NotImplementedError
 
+    def cost(self, settings):
+        """Relative cost of a prepared cell, to start the largest groups first (default 1)."""
+        return 1.0
+
 
 class MLPPredictor(Predictor):
     """Finite-width centered ReLU MLPs trained with SGD (Sec. 2): ``fastsd.train_ensemble``.
@@ -97,6 +101,9 @@ class MLPPredictor(Predictor):
 
     def run_group(self, group, backend="auto", dtype=None):
         return train_cells([Cell(**s) for s in group], backend=backend, dtype=dtype)
+
+    def cost(self, settings):
+        return float(settings["steps"] * settings["width"] * settings["d"])
 
 
 class MLPImagePredictor(Predictor):
@@ -160,6 +167,11 @@ class MLPImagePredictor(Predictor):
     def group_key(self, settings):
         return tuple(sorted((k, v) for k, v in settings.items()
                             if k not in ("gamma", "seed", "task_seed")))
+
+    def cost(self, settings):
+        side = (settings["patch"] * settings["n_patches"] if settings["task"] == "psvrt"
+                else 7 * settings["image_width"])
+        return float(settings["steps"] * settings["width"] * side * side)
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..mlp import train_ensemble

@@ -124,7 +124,7 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     for key, (coords, prepared) in cells.items():
         if key not in done:
             groups.setdefault(pred.group_key(prepared), []).append((key, coords, prepared))
-    groups = list(groups.values())
+    groups = sorted(groups.values(), key=lambda g: -sum(pred.cost(p) for _, _, p in g))
     jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
     n_done = len(cells) - sum(len(g) for g in groups)
 
