@@ -16,12 +16,14 @@ from .scan.cells import gamma_group, gamma_label
 from .theory import rich_test_accuracy
 
 
-def _new_axes():
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+def _new_figure(width, height):
+    """A matplotlib Figure on its own Agg canvas (no pyplot, no global state)."""
+    fig = _new_figure(width, height)
+    return fig
 
-    fig = Figure(figsize=(6.4, 3.6), layout="constrained")
-    FigureCanvasAgg(fig)
+
+def _new_axes():
+    fig = _new_figure(6.4, 3.6)
     return fig, fig.add_subplot()
 
 
@@ -84,11 +86,7 @@ def plot_max_margin(matrix, ideal, out_prefix, title=None):
     list of str
         The PNG and SVG paths written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7.2, 3.4), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(7.2, 3.4)
     axes = fig.subplots(1, 2)
     vmax = float(np.abs(ideal).max())
     for ax, mat, name in zip(axes, (matrix, ideal), ("empirical", "ideal (P, L → ∞)")):
@@ -198,11 +196,8 @@ def plot_activation_change(records, out_prefix, title=None):
         The PNG and SVG paths written.
     """
     import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(8.0, 3.4), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(8.0, 3.4)
     axes = fig.subplots(1, 2, sharey=True)
     ds = sorted({r["d"] for r in records})
     cmap = matplotlib.colormaps["viridis"]
@@ -256,9 +251,6 @@ def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test
     ValueError
         When ``records`` is empty.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     if not records:
         raise ValueError("`records` must hold at least one record; got none.")
     vals = defaultdict(list)
@@ -269,8 +261,7 @@ def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test
     grid = np.full((len(ys), len(xs)), np.nan)
     for (a, b), v in vals.items():
         grid[ys.index(b), xs.index(a)] = np.mean(v)
-    fig = Figure(figsize=(5.2, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(5.2, 4.2)
     ax = fig.add_subplot()
     im = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0.5, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs], rotation=90, fontsize=7)
@@ -309,11 +300,7 @@ def plot_weight_structure(rich, lazy, out_prefix, title=None):
     list of str
         The PNG and SVG paths written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7.2, 3.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(7.2, 3.2)
     axes = fig.subplots(1, 2)
     for ax, ws, name in zip(axes, (rich, lazy), ("(a) rich", "(d) lazy")):
         ax.scatter(ws.readout, ws.alignment, s=4, alpha=0.5, color="C0" if ws is rich else "C1")
@@ -350,13 +337,9 @@ def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
     list of str
         The PNG and SVG paths written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     _check_records(mlp_records, "d")
     sigma2s = sorted({r["sigma2"] for r in mlp_records})
-    fig = Figure(figsize=(3.0 * len(sigma2s) + 1.6, 3.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(3.0 * len(sigma2s) + 1.6, 3.2)
     axes = np.atleast_1d(fig.subplots(1, len(sigma2s), sharey=True))
     styles = {"generalizing": ("--", "Bayes (generalizing)"),
               "memorizing": ("-.", "Bayes (memorizing)")}
@@ -400,12 +383,9 @@ def plot_panels(panels, out_prefix, title=None):
     list of str
         The PNG and SVG paths written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
-    fig = Figure(figsize=(3.0 * len(panels) + 1.6, 3.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(3.0 * len(panels) + 1.6, 3.2)
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
     for ax, (name, records, axis) in zip(axes, panels):
         _draw_gammas(ax, records, axis)
@@ -439,11 +419,7 @@ def plot_weight_images(shown, out_prefix, title=None):
     list of str
         The PNG and SVG paths written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(2.0 * len(shown), 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _new_figure(2.0 * len(shown), 4.2)
     axes = fig.subplots(2, len(shown), squeeze=False)
     for j, (label, top, bottom) in enumerate(shown):
         for i, (img, which) in enumerate(((top, "largest a"), (bottom, "most negative a"))):

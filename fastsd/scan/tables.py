@@ -77,12 +77,13 @@ def format_table(summary, eq3=True):
     axis = summary["axis"]
     names = [c["name"] for c in summary["columns"]]
     width = max([9] + [len(n) for n in names])
-    lines = [f"{axis:>6}" + "".join(f"{n:>{width + 2}}" for n in names)
+    first = max(6, len(axis))
+    lines = [f"{axis:>{first}}" + "".join(f"{n:>{width + 2}}" for n in names)
              + (f"{'Eq.3':>8}" if eq3 else "")]
     for row in summary["rows"]:
         cells = "".join(f"{row['mean'][n]:>{width + 2}.3f}" if n in row["mean"]
                         else f"{'-':>{width + 2}}" for n in names)
-        lines.append(f"{row[axis]:>6}{cells}" + (f"{row['eq3']:>8.3f}" if eq3 else ""))
+        lines.append(f"{row[axis]:>{first}}{cells}" + (f"{row['eq3']:>8.3f}" if eq3 else ""))
     return "\n".join(lines)
 
 
