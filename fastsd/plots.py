@@ -383,7 +383,7 @@ def plot_panels(panels, out_prefix, title=None):
     list of str
         The PNG and SVG paths written.
     """
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     fig = _new_figure(3.0 * len(panels) + 1.6, 3.2)
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
@@ -393,6 +393,8 @@ def plot_panels(panels, out_prefix, title=None):
         if axis == "L":
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(name, fontsize=8)
         ax.set_ylim(0.45, 1.02)
     axes[0].set_ylabel("test accuracy (best over training)")
