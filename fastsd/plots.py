@@ -18,7 +18,11 @@ from .theory import rich_test_accuracy
 
 def _new_figure(width, height):
     """A matplotlib Figure on its own Agg canvas (no pyplot, no global state)."""
-    fig = _new_figure(width, height)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
     return fig
 
 
