@@ -69,6 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import __version__
+from ._json import strict_json
 from ._rng import seed_sequence
 from ._validation import check_array, check_choice, check_float, check_int, check_seed
 
@@ -306,10 +307,7 @@ class BayesAccuracy:
 
         NaN (a class without pairs) becomes None.
         """
-        rec = {"kind": "bayes", "version": __version__}
-        for name, value in self.__dict__.items():
-            rec[name] = None if isinstance(value, float) and not math.isfinite(value) else value
-        return rec
+        return strict_json({"kind": "bayes", "version": __version__, **self.__dict__})
 
 
 def accuracy(task, prior, n_test, seed=None):

@@ -73,6 +73,7 @@ import numpy as np
 
 from .. import __version__
 from .._dispatch import resolve_backend
+from .._json import strict_json
 from .._rng import seed_sequence, train_streams
 from .._validation import check_array, check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task
@@ -117,21 +118,6 @@ def _fmt_bytes(n):
     if n >= 2**30:
         return f"{n / 2**30:.2f} GiB"
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
-
-
-def _json(x):
-    """Strict-JSON version of x: numpy scalars to Python, NaN/inf to None."""
-    if isinstance(x, dict):
-        return {str(k): _json(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple, np.ndarray)):
-        return [_json(v) for v in (x.tolist() if isinstance(x, np.ndarray) else x)]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    return x
 
 
 @dataclass(eq=False)
@@ -200,7 +186,7 @@ class LazyResult:
                    solver_info=self.solver_info, history=self.history,
                    n_predictions=None if self.predictions is None else len(self.predictions),
                    wall_time=self.wall_time)
-        rec = _json(rec)
+        rec = strict_json(rec)
         json.dumps(rec, allow_nan=False)
         return rec
 

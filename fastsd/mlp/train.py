@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import __version__
 from .._dispatch import cuda_simulator, resolve_backend
+from .._json import strict_json
 from .._rng import seed_sequence, train_streams
 from .._validation import check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task
@@ -81,14 +82,8 @@ class TrainResult:
         rec.update(best_test_accuracy=self.best_test_accuracy,
                    final_test_accuracy=self.final_test_accuracy,
                    wall_time=self.wall_time, diverged=self.diverged,
-                   history={k: [_json_number(x) for x in v.tolist()]
-                            for k, v in self.history.items()})
+                   history=strict_json(self.history))
         return rec
-
-
-def _json_number(x):
-    """x, or None where x is NaN or inf (which strict JSON cannot hold)."""
-    return x if isinstance(x, int) or math.isfinite(x) else None
 
 
 def _task_config(task):

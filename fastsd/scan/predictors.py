@@ -17,6 +17,7 @@ A predictor turns the settings of a cell into a record. It has three jobs:
 import time
 from dataclasses import asdict, fields
 
+from .._json import strict_json
 from .._validation import check_choice, check_int
 from .cells import Cell, lazy_gamma, settings_key
 
@@ -241,7 +242,7 @@ class WalkersPredictor(Predictor):
             for name, values in (("alignment", r.alignment()), ("norm_ratio", r.norm_ratio())):
                 m = summary(values)
                 rec.update({name: m["mean"], f"{name}_two_sd": m["two_sd"]})
-            out.append(json_ready(rec))
+            out.append(strict_json(rec))
         return out
 
 
@@ -334,14 +335,6 @@ class BayesPredictor(Predictor):
                        wall_time=time.perf_counter() - start)
             out.append(rec)
         return out
-
-
-def json_ready(record):
-    """Return ``record`` with NaN and inf floats as None (strict JSON)."""
-    import math
-
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in record.items()}
 
 
 def cell_record(cell, result, task):

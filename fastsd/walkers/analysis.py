@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._json import strict_json
 from .._validation import check_array
 
 
@@ -72,19 +73,6 @@ def summary(values):
     return {"mean": mean, "two_sd": two_sd, "n_runs": int(x.size)}
 
 
-def json_value(x):
-    """``x`` made strict-JSON: arrays to lists, NaN and inf to None, numpy scalars to Python."""
-    if isinstance(x, dict):
-        return {k: json_value(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple, np.ndarray)):
-        return [json_value(v) for v in (x.tolist() if isinstance(x, np.ndarray) else x)]
-    if isinstance(x, (np.integer, np.bool_)):
-        return x.item()
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    return x
-
-
 def readout_ratio(a):
     """|mean of the negative readouts| / |mean of the positive readouts| (App. C.4.3).
 
@@ -131,7 +119,7 @@ class WeightStructure:
 
     def to_record(self):
         """Strict-JSON dict: the ratios, per-unit arrays (NaN -> null) and the config."""
-        return json_value({
+        return strict_json({
             "readout_ratio": self.readout_ratio,
             "readout_ratio_change": self.readout_ratio_change,
             "alignment_positive": summary(self.alignment[self.readout > 0]),

@@ -9,7 +9,8 @@ from .._dispatch import resolve_backend
 from .._rng import seed_sequence
 from .._validation import _fail, check_int, check_seed
 from . import _reference
-from .analysis import alignment, json_value, norm_ratio, summary
+from .._json import strict_json
+from .analysis import alignment, norm_ratio, summary
 
 CATEGORIES = _reference.CATEGORIES
 #: Largest L: the generator's multiply-shift draws of u and v are exact up to L / 2^30.
@@ -104,7 +105,7 @@ class WalkerResult:
             alignment_runs=self.alignment(), norm_ratio_runs=self.norm_ratio(),
             omega1=self.omega1, omega2=self.omega2, counts=self.counts, active=self.active,
             categories=list(CATEGORIES))
-        return json_value(rec)
+        return strict_json(rec)
 
 
 def _category_index(category):
