@@ -54,6 +54,14 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     return records, [store.path for store in stores]
 
 
+def _saved_result(name, prefix, saved, title, heading, lines, rows, figures):
+    """Write ``saved`` to ``<prefix>.json``; return a non-grid figure's result dict."""
+    with open(prefix + ".json", "w", encoding="utf-8") as fh:
+        json.dump(saved, fh, indent=1)
+    return {"figure": name, "title": title, "heading": heading, "table": "\n".join(lines),
+            "summary": {"rows": rows}, "results": [prefix + ".json"], "figures": figures}
+
+
 def _max_margin(name, out):
     from .plots import plot_max_margin
     from .tasks import SameDifferent
@@ -72,17 +80,14 @@ def _max_margin(name, out):
     prefix = os.path.join(out, name)
     title = f"Fig. C1: max-margin matrix, d = {cfg['d']}, L = {L}, P = {P}"
     figures = plot_max_margin(r["matrix"], max_margin_ideal(cfg["d"]), prefix, title=title)
-    with open(prefix + ".json", "w", encoding="utf-8") as fh:
-        json.dump(rows, fh, indent=1)
     lines = [f"{'d':>4} {'L':>6} {'P':>7} {'top':>8} {'bottom':>8} {'distance':>9}"]
     for w in rows:
         lines.append(f"{w['d']:>4} {w['L']:>6} {w['P']:>7} {w['top_alignment']:>+8.4f} "
                      f"{w['bottom_alignment']:>+8.4f} {w['relative_distance']:>9.4f}")
-    return {"figure": name, "title": "Fig. C1: max-margin matrix and its limit (Theorem 1)",
-            "heading": "alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the "
-                       "max-margin matrix, and its relative Frobenius distance to the limit",
-            "table": "\n".join(lines), "summary": {"rows": rows},
-            "results": [prefix + ".json"], "figures": figures}
+    return _saved_result(
+        name, prefix, rows, "Fig. C1: max-margin matrix and its limit (Theorem 1)",
+        "alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the max-margin "
+        "matrix, and its relative Frobenius distance to the limit", lines, rows, figures)
 
 
 def _weight_structure(name, out):
@@ -107,19 +112,17 @@ def _weight_structure(name, out):
     prefix = os.path.join(out, name)
     title = (f"L = {cfg['L']}, d = {cfg['d']}, m = {cfg['width']}, {cfg['steps']} steps")
     figures = plot_weight_structure(*structures, prefix, title=title)
-    with open(prefix + ".json", "w", encoding="utf-8") as fh:
-        json.dump({"rows": rows, "models": [ws.to_record() for ws in structures]}, fh)
     lines = [f"{'model':>6} {'best acc':>9} {'align a>0':>10} {'align a<0':>10} "
              f"{'|a-|/|a+|':>10}"]
     for w in rows:
         lines.append(f"{w['model']:>6} {w['best_test_accuracy']:>9.3f} "
                      f"{w['alignment_positive']:>+10.3f} {w['alignment_negative']:>+10.3f} "
                      f"{w['readout_ratio']:>10.3f}")
-    return {"figure": name, "title": "Fig. 1a/1d: hidden-weight alignment against readout",
-            "heading": "mean alignment v1.v2/(|v1||v2|) of units with a > 0 and a < 0, and "
-                       "the readout ratio |mean a-|/|mean a+| (App. C.4.3)",
-            "table": "\n".join(lines), "summary": {"rows": rows},
-            "results": [prefix + ".json"], "figures": figures}
+    return _saved_result(
+        name, prefix, {"rows": rows, "models": [ws.to_record() for ws in structures]},
+        "Fig. 1a/1d: hidden-weight alignment against readout",
+        "mean alignment v1.v2/(|v1||v2|) of units with a > 0 and a < 0, and the readout ratio "
+        "|mean a-|/|mean a+| (App. C.4.3)", lines, rows, figures)
 
 
 def lazy_scaling(records, level=0.75):
@@ -288,18 +291,15 @@ def _weight_images(name, out):
     prefix = os.path.join(out, name)
     figures = plot_weight_images(shown, prefix, title=f"Fig. A1: hidden weights as images "
                                  f"(m = {cfg['width']}, {cfg['steps']} steps)")
-    with open(prefix + ".json", "w", encoding="utf-8") as fh:
-        json.dump({"rows": rows}, fh, indent=1)
     lines = [f"{'task':>10} {'model':>6} {'best acc':>9} {'|corr| top16':>13} {'|corr| all':>11}"]
     for w in rows:
         lines.append(f"{w['task']:>10} {w['model']:>6} {w['best_test_accuracy']:>9.3f} "
                      f"{w['cell_correlation_top16']:>13.3f} {w['cell_correlation_all']:>11.3f}")
-    return {"figure": name, "title": "Fig. A1: parallel and antiparallel regions in hidden "
-                                     "weights (App. A)",
-            "heading": "mean |correlation| between the image cells a unit reads, over the 16 "
-                       "units with the largest |a| and over all units",
-            "table": "\n".join(lines), "summary": {"rows": rows},
-            "results": [prefix + ".json"], "figures": figures}
+    return _saved_result(
+        name, prefix, {"rows": rows},
+        "Fig. A1: parallel and antiparallel regions in hidden weights (App. A)",
+        "mean |correlation| between the image cells a unit reads, over the 16 units with the "
+        "largest |a| and over all units", lines, rows, figures)
 
 
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",

@@ -45,6 +45,17 @@ def derive_task_seed(seed, L, d):
     return int(state >> np.uint64(1))
 
 
+def resolve_task_seed(task_seed, seed, L, d):
+    """Return ``task_seed`` checked (an integer >= 0), or derived from (seed, L, d) when None.
+
+    Every predictor that uses training symbols resolves its task seed here,
+    so that cells of one (seed, L, d) share their symbols across predictors.
+    """
+    if task_seed is None:
+        return derive_task_seed(seed, L, d)
+    return check_int("task_seed", task_seed, 0)
+
+
 @dataclass(frozen=True)
 class Cell:
     """One training run: a ``SameDifferent`` task and an MLP trained on it.
@@ -104,9 +115,8 @@ class Cell:
             object.__setattr__(self, "alpha0", check_float("alpha0", self.alpha0, positive=True))
         check_choice("init", self.init, ("normal", "truncated"))
         check_choice("root_d", self.root_d, (True, False))
-        task_seed = (derive_task_seed(self.seed, self.L, self.d) if self.task_seed is None
-                     else check_int("task_seed", self.task_seed, 0))
-        object.__setattr__(self, "task_seed", task_seed)
+        object.__setattr__(self, "task_seed",
+                           resolve_task_seed(self.task_seed, self.seed, self.L, self.d))
 
     @property
     def key(self):

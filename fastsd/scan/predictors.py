@@ -18,8 +18,8 @@ import time
 from dataclasses import asdict, fields
 
 from .._json import strict_json
-from .._validation import check_choice, check_int
-from .cells import Cell, lazy_gamma, settings_key
+from .._validation import check_choice, check_float, check_int
+from .cells import Cell, lazy_gamma, resolve_task_seed, settings_key
 
 
 class Predictor:
@@ -129,9 +129,6 @@ class MLPImagePredictor(Predictor):
                       "pentomino": {"image_width": 2, "blur": 0.5}}
 
     def validate(self, settings):
-        from .._validation import check_float
-        from .cells import derive_task_seed
-
         s = dict(settings)
         task = check_choice("task", s["task"], tuple(self._TASK_DEFAULTS))
         for name, default in self._TASK_DEFAULTS[task].items():
@@ -149,8 +146,7 @@ class MLPImagePredictor(Predictor):
         if s["alpha0"] is not None:
             s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)
         check_choice("init", s["init"], ("normal", "truncated"))
-        s["task_seed"] = (derive_task_seed(s["seed"], s["L"], 0) if s["task_seed"] is None
-                          else check_int("task_seed", s["task_seed"], 0))
+        s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], 0)
         self.make_task(s)           # the task checks its own settings (counts, sizes)
         return s
 
@@ -264,14 +260,11 @@ class LazyLimitPredictor(Predictor):
                 "ridge": 1e-8, "solver": "auto"}
 
     def validate(self, settings):
-        from .cells import derive_task_seed
-
         s = dict(settings)
         s["d"] = check_int("d", s["d"], 1)
         s["L"] = check_int("L", s["L"], 2)
         s["seed"] = check_int("seed", s["seed"], 0)
-        s["task_seed"] = (derive_task_seed(s["seed"], s["L"], s["d"]) if s["task_seed"] is None
-                          else check_int("task_seed", s["task_seed"], 0))
+        s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
         check_choice("method", s["method"], ("logistic_flow", "regression", "logistic_sgd"))
         check_choice("solver", s["solver"], ("auto", "dense", "cg"))
         if s["pairs"] != "all":
@@ -308,17 +301,13 @@ class BayesPredictor(Predictor):
     defaults = {"prior": "generalizing", "n_test": 20_000, "seed": 0, "task_seed": None}
 
     def validate(self, settings):
-        from .._validation import check_float
-        from .cells import derive_task_seed
-
         s = dict(settings)
         s["d"] = check_int("d", s["d"], 1)
         s["L"] = check_int("L", s["L"], 2)
         s["sigma2"] = check_float("sigma2", s["sigma2"], nonnegative=True)
         s["seed"] = check_int("seed", s["seed"], 0)
         s["n_test"] = check_int("n_test", s["n_test"], 1)
-        s["task_seed"] = (derive_task_seed(s["seed"], s["L"], s["d"]) if s["task_seed"] is None
-                          else check_int("task_seed", s["task_seed"], 0))
+        s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
         check_choice("prior", s["prior"], ("generalizing", "memorizing"))
         return s
 
