@@ -63,7 +63,11 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def _thread_environment(threads):
-    """Worker initializer: size the thread pools before NumPy, SciPy or Numba load."""
+    """Worker initializer: size the thread pools of the libraries not loaded yet (Numba, SciPy).
+
+    NumPy is already loaded by then (unpickling this function imports
+    ``fastsd.scan``); ``run_group`` limits every loaded BLAS at run time.
+    """
     for name in THREAD_VARIABLES:
         os.environ[name] = str(threads)
 
