@@ -228,7 +228,11 @@ def _executor(args):
 def _cmd_reproduce(args):
     from .reproduce import reproduce
 
-    os.makedirs(args.out, exist_ok=True)    # fail on a bad --out before any training
+    try:                                    # fail on a bad --out before any training
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"`--out` must be a folder that exists or can be created; got "
+                         f"{args.out!r} ({exc.strerror or exc}).") from None
     executor = _executor(args)
     figures = FIGURES if args.figure == "all" else (args.figure,)
     try:

@@ -340,7 +340,10 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     from .scan import (format_activation_table, format_table, summarize,
                        summarize_activation)
 
+    from ._dispatch import BACKENDS
+
     check_choice("figure", figure, FIGURES)
+    check_choice("backend", backend, BACKENDS)
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)     # fail on a bad folder before any training
     if figure == "figC1":

@@ -235,3 +235,13 @@ def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
         ("PSVRT", "rich"), ("PSVRT", "lazy"), ("Pentomino", "rich"), ("Pentomino", "lazy")]
     assert all(0 <= r["cell_correlation_all"] <= 1 for r in rows)
     assert (tmp_path / "figA1-quick.png").stat().st_size > 0
+
+
+def test_reproduce_rejects_a_bad_backend_and_an_unusable_out(tmp_path, capsys):
+    assert main(["reproduce", "figC1", "--quick", "--backend", "gpu",
+                 "--out", str(tmp_path)]) == 1
+    assert "`backend` must be one of" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["reproduce", "figC1", "--quick", "--out", str(blocker)]) == 1
+    assert "`--out` must be a folder that exists or can be created" in capsys.readouterr().err

@@ -138,12 +138,11 @@ def test_weights_as_images_and_cells():
 
 
 @pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(patch=0, n_train_patterns=4), ValueError, r"`patch` must be an integer >= 1; got 0"),
+    (dict(patch=0, n_train_patterns=4), ValueError, r"`patch` must be an integer >= 2; got 0"),
+    (dict(patch=1, n_train_patterns=4), ValueError, r"`patch` must be an integer >= 2; got 1"),
     (dict(patch=8, n_train_patterns=4), ValueError, r"`patch` must be an integer <= 7"),
     (dict(patch=2.0, n_train_patterns=4), TypeError, r"`patch` must be an integer"),
     (dict(n_patches=1, n_train_patterns=4), ValueError, r"`n_patches` must be an integer >= 2"),
-    (dict(patch=1, n_train_patterns=2), ValueError,
-     r"`n_train_patterns` must be an integer <= 0 \(2\*\*\(patch\*\*2\) - 2 for patch=1"),
     (dict(patch=2, n_train_patterns=15), ValueError, r"<= 14 \(2\*\*\(patch\*\*2\) - 2 for patch=2, "
      r"so that two patterns are left for testing\); got 15"),
     (dict(n_train_patterns=1), ValueError, r"`n_train_patterns` must be an integer >= 2"),

@@ -233,3 +233,18 @@ def test_image_predictor_settings(tmp_path):
     with pytest.raises(ValueError, match=r"`n_train_shapes` must be an integer <= 16"):
         run(Grid(task="pentomino", L=[17], gamma=1.0, seed=0, width=8, steps=20),
             "mlp_image", tmp_path / "k.jsonl", "serial")
+
+
+def test_records_stay_strict_json_after_divergence_and_bad_executor_or_store(tmp_path):
+    # a diverged network's activation change is NaN: stored as null, as strict JSON wants
+    grid = Grid(L=[16], gamma=1e6, alpha0=1000.0, seed=0, steps=20, d=64, width=64,
+                eval_every=10, n_test=64)
+    run(grid, "mlp", tmp_path / "s.jsonl", "serial", backend="cpu", progress=False)
+    text = (tmp_path / "s.jsonl").read_text()
+    rec = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert rec["diverged"] and rec["activation_change"] is None
+    with pytest.raises(ValueError, match=r"`executor` must be None \(local processes\), "
+                                         r"'serial', .*; got 'threads'"):
+        run(Grid(L=[2]), "theory", tmp_path / "t.jsonl", "threads")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load(tmp_path / "missing.jsonl")

@@ -350,7 +350,7 @@ def cell_record(cell, result, task):
     record = result.to_record()
     record.update(task_seed=cell.task_seed, root_d=cell.root_d,
                   activation_change=activation_change(result, x))
-    return record
+    return strict_json(record)
 
 
 def train_cells(cells, *, backend="auto", dtype=None, path="auto"):

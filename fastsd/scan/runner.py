@@ -1,8 +1,10 @@
 """Run a grid through a predictor into a resumable store, and load the results."""
 import importlib.util
+import os
 import time
 
 from .._dispatch import BACKENDS
+from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore
 from .executors import submit_groups
@@ -106,6 +108,10 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     check_choice("dtype", dtype, (None, "float32", "float64"))
     if threads is not None:
         threads = check_int("threads", threads, 1)
+    if isinstance(executor, str) and executor != "serial":
+        raise ValueError(f"`executor` must be None (local processes), 'serial', a "
+                         f"concurrent.futures.Executor or a Dask distributed.Client; got "
+                         f"{executor!r}.")
     store = _as_store(store)
     if executor is None and backend == "cuda":
         executor = "serial"         # one GPU: one process drives it
@@ -136,10 +142,9 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                 failed.append((groups[i], error))
             else:
                 for (key, coords, prepared), record in zip(groups[i], records):
-                    record = dict(record, key=key, predictor=pred.name, coords=coords,
-                                  settings=prepared,
-                                  finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                            time.gmtime()))
+                    record = strict_json(dict(
+                        record, key=key, predictor=pred.name, coords=coords, settings=prepared,
+                        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
                     store.write(record)
                     written.append(record)
             bar.update(len(groups[i]))
@@ -183,6 +188,8 @@ def load(store, *, xarray=False):
     ------
     ImportError
         When pandas (or, with ``xarray=True``, xarray) is not installed.
+    FileNotFoundError
+        When the store's file does not exist.
     ValueError
         With ``xarray=True``, for a store not bound to a grid.
     """
@@ -192,6 +199,9 @@ def load(store, *, xarray=False):
         raise ImportError("fastsd.scan.load needs pandas; fix: pip install fastsd[analysis] "
                           "(or use ResultStore(path).load() for a list of dicts)") from exc
     store = _as_store(store)
+    if not os.path.exists(store.path):
+        raise FileNotFoundError(f"`store` must be an existing results file; got {store.path}, "
+                                "which does not exist.")
     first = {}
     for record in store.load():
         first.setdefault(record.get("key"), record)

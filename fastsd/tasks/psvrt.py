@@ -51,7 +51,7 @@ class PSVRT(GridTask):
     Parameters
     ----------
     patch : int, default 5
-        Side of a bit-pattern in pixels, 1..7.
+        Side of a bit-pattern in pixels, 2..7 (patch 1 leaves no pattern for testing).
     n_patches : int, default 5
         Cells per side of the image, >= 2 (two patterns need two cells).
     n_train_patterns : int
@@ -77,7 +77,7 @@ class PSVRT(GridTask):
     Raises
     ------
     ValueError, TypeError
-        For a parameter out of range (patch < 1, n_patches < 2, more training
+        For a parameter out of range (patch < 2, n_patches < 2, more training
         patterns than the patch allows) or of the wrong type.
 
     Examples
@@ -89,7 +89,7 @@ class PSVRT(GridTask):
     """
 
     def __init__(self, patch=5, n_patches=5, n_train_patterns=None, seed=None):
-        patch = check_int("patch", patch, minimum=1, maximum=MAX_PATCH)
+        patch = check_int("patch", patch, minimum=2, maximum=MAX_PATCH)
         n_patches = check_int("n_patches", n_patches, minimum=2)
         self.n_codes = 2 ** (patch * patch)
         n_train = self._check_n_train(
