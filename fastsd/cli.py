@@ -6,7 +6,9 @@ rejects a value or a backend cannot run (the message names the parameter).
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 
 from . import __version__
@@ -63,6 +65,10 @@ def _add_reproduce_parser(sub):
                         "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256); "
                         "figC1: max-margin matrix and alignments (d=32); "
                         "figF1: activation change vs gamma, with and without 1/sqrt(d); "
+                        "fig1e: lazy limit over d x L with the L ~ d^2 line; "
+                        "fig2: noisy task vs L with the Bayes-optimal accuracies; "
+                        "fig3: PSVRT and Pentomino over gamma; "
+                        "figA1: hidden weights as images, rich and lazy; "
                         "all: every figure in turn")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
@@ -254,6 +260,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"fastsd: warning: {message}", file=sys.stderr)
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C so that worker processes are stopped and results kept."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv=None):
     """Run the ``fastsd`` command; return its exit status.
 
@@ -266,9 +280,12 @@ def main(argv=None):
     -------
     int
         0 on success, 1 when fastsd rejects a value or cannot run the
-        backend, 130 on Ctrl-C. Bad usage exits with 2 through argparse.
+        backend, 130 on Ctrl-C and 143 on SIGTERM (worker processes are
+        stopped, finished cells kept). Bad usage exits with 2 through argparse.
     """
     args = build_parser().parse_args(argv)
+    handle = threading.current_thread() is threading.main_thread()   # signals need it
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if handle else None
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
@@ -280,9 +297,13 @@ def main(argv=None):
         print("fastsd: error: out of memory; use smaller d, L, width, batch_size or n_test",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         note = (" (finished cells are saved; rerun to resume)"
                 if args.func is _cmd_reproduce else "")
-        print(f"fastsd: interrupted{note}", file=sys.stderr)
-        return 130
+        print(f"fastsd: {'terminated' if isinstance(exc, _Terminated) else 'interrupted'}"
+              f"{note}", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
+    finally:
+        if handle:
+            signal.signal(signal.SIGTERM, previous)
     return 0

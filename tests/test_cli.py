@@ -1,7 +1,10 @@
 """The ``fastsd`` command: through ``python -m fastsd`` and through ``main``."""
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -245,3 +248,44 @@ def test_reproduce_rejects_a_bad_backend_and_an_unusable_out(tmp_path, capsys):
     blocker.write_text("x")
     assert main(["reproduce", "figC1", "--quick", "--out", str(blocker)]) == 1
     assert "`--out` must be a folder that exists or can be created" in capsys.readouterr().err
+
+
+_SLOW_REPRODUCE = """
+import sys
+from fastsd.cli import main
+from fastsd.presets import PRESETS, Preset
+from fastsd.scan import Grid
+grid = Grid(L=[2, 3, 4, 5, 6, 7], gamma=[1.0], seed=0, d=8, width=16, steps=20000,
+            eval_every=5000, n_test=64)
+PRESETS["fig1c-quick"] = Preset("fig1c-quick", "L", "slow", (("mlp", "mlp", grid),))
+if __name__ == "__main__":
+    sys.exit(main(["reproduce", "fig1c", "--quick", "--quiet", "--backend", "numpy",
+                   "--out", sys.argv[1]]))
+"""
+
+
+def test_sigterm_stops_the_workers_keeps_the_store_and_exits_143(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    script = tmp_path / "slow.py"
+    script.write_text(_SLOW_REPRODUCE)
+    log = open(tmp_path / "stderr.txt", "w+")
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out")],
+                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + 120
+    workers = []
+    while len(workers) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline
+        workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                   if "resource_tracker" not in " ".join(p.cmdline())]
+        time.sleep(0.1)
+    time.sleep(1.0)                              # the workers are inside their groups
+    proc.send_signal(signal.SIGTERM)             # to the main process only, as `kill` does
+    try:
+        assert proc.wait(timeout=60) == 143
+        assert "fastsd: terminated (finished cells are saved" in (tmp_path /
+                                                                  "stderr.txt").read_text()
+        gone, alive = psutil.wait_procs(workers, timeout=30)
+        assert not alive, "worker processes outlived the scan"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -138,17 +138,32 @@ def submit_groups(executor, jobs, threads):
     elif threads is None:
         threads = 1
     futures = {}
+    interrupted = False
     try:
         for i, job in enumerate(jobs):
             futures[executor.submit(run_group, *job, threads)] = i
         for fut in cf.as_completed(futures):
             yield _outcome(futures[fut], fut)
+    except BaseException:           # Ctrl-C, SIGTERM, or the caller stopped early
+        interrupted = True
+        if own:
+            _stop_workers(executor)
+        raise
     finally:
         if own:
-            executor.shutdown(wait=True, cancel_futures=True)
+            executor.shutdown(wait=not interrupted, cancel_futures=True)
         else:
             for fut in futures:
                 fut.cancel()
+
+
+def _stop_workers(pool):
+    """Terminate a process pool's workers now, without waiting for their groups."""
+    if hasattr(pool, "terminate_workers"):          # Python >= 3.14
+        pool.terminate_workers()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 def _outcome(index, future):
