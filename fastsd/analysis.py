@@ -29,13 +29,45 @@ def activation_change(result, x):
         When ``x`` has the wrong shape or contains NaN or inf, or when every
         initial preactivation is zero.
     """
-    w0 = result.initial_params.w
-    x = check_array("x", x, shape=(None, w0.shape[1]))
-    dw = result.final_params.w - w0
-    initial = np.mean(np.abs(x @ w0.T))
-    if initial == 0:
-        raise ValueError("`x` must give non-zero initial preactivations; got all zero.")
-    return float(np.mean(np.abs(x @ dw.T)) / initial)
+    return activation_changes([result], x)[0]
+
+
+def activation_changes(results, x):
+    """``activation_change`` of several models on the same inputs, in float64.
+
+    Models with equal initial weights (an ensemble's models of one seed) share
+    the denominator, which is computed once.
+
+    Parameters
+    ----------
+    results : sequence of TrainResult
+        Models whose input dimension is p.
+    x : array_like, shape (n, p)
+
+    Returns
+    -------
+    list of float
+
+    Raises
+    ------
+    ValueError
+        As ``activation_change``.
+    """
+    out = []
+    initial = []        # (w0, mean |x w0^T|) per distinct w0
+    for result in results:
+        w0 = result.initial_params.w
+        x = check_array("x", x, shape=(None, w0.shape[1]))
+        mean0 = next((m for w, m in initial if w.shape == w0.shape and np.array_equal(w, w0)),
+                     None)
+        if mean0 is None:
+            mean0 = np.mean(np.abs(x @ w0.T))
+            initial.append((w0, mean0))
+        if mean0 == 0:
+            raise ValueError("`x` must give non-zero initial preactivations; got all zero.")
+        dw = result.final_params.w - w0
+        out.append(float(np.mean(np.abs(x @ dw.T)) / mean0))
+    return out
 
 
 def threshold_crossing(Ls, accuracies, level=0.75):

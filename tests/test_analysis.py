@@ -54,3 +54,12 @@ def test_bad_inputs():
         activation_change(r, np.zeros((2, 6)))
     with pytest.raises(TypeError, match=r"`root_d` must be True or False; got 'no'"):
         SameDifferent(d=3, L=3, root_d="no")
+
+
+def test_activation_changes_of_an_ensemble_equal_each_models_own():
+    # models of one seed share w0 and so the denominator; the values must not change
+    task = SameDifferent(d=8, L=4, seed=0)
+    x, _ = task.sample_test(100, seed=3)
+    rs = train_ensemble(task, [1e-3, 0.3, 1.0, 1.0], [5, 5, 5, 6], **KW)
+    from fastsd.analysis import activation_changes
+    assert activation_changes(rs, x) == [activation_change(r, x) for r in rs]

@@ -482,3 +482,37 @@ def test_models_sharing_a_seed_share_test_draws_and_still_equal_separate_runs(pa
     rs = train_ensemble(tasks, gammas, seeds, **kw)
     for k, r in enumerate(rs):
         assert_results_close(train(tasks[k], gammas[k], seed=seeds[k], **kw), r, 1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_symbol_models_sharing_batches_equal_separate_runs_exactly(dtype):
+    # Models of one seed draw the same batches, whose distinct pairs are found once
+    # (symbol_chunk's batch_of), and share the test coordinates x S^T: bit for bit
+    # the same as separate runs.
+    tasks = [SameDifferent(d=6, L=L, seed=s) for L, s in ((3, 1), (3, 1), (3, 1), (3, 2))]
+    gammas, seeds = [lazy_gamma(6), 0.1, 1.0, 1.0], [5, 5, 5, 6]
+    kw = dict(ENSEMBLE, backend="cpu", path="symbol", dtype=dtype)
+    rs = train_ensemble(tasks, gammas, seeds, **kw)
+    for k, r in enumerate(rs):
+        assert_results_equal(train(tasks[k], gammas[k], seed=seeds[k], **kw), r)
+
+
+@settings(max_examples=30, deadline=None)
+@given(L=st.integers(1, 6), n=st.integers(1, 4), B=st.integers(1, 40), seed=st.integers(0, 999))
+def test_distinct_pairs_match_numpy_unique(L, n, B, seed):
+    from fastsd.mlp import _cpu
+
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, L, (n, B)).astype(np.int32)
+    v = rng.integers(0, L, (n, B)).astype(np.int32)
+    first = np.full((n, B), -1, np.int32)
+    count = np.full((n, B), -1, np.int32)
+    n_distinct = np.empty(n, np.int32)
+    _cpu.distinct_pairs(u, v, L, first, count, n_distinct)
+    for t in range(n):
+        keys, idx, cnt = np.unique(u[t].astype(np.int64) * L + v[t], return_index=True,
+                                   return_counts=True)
+        k = n_distinct[t]
+        assert k == len(keys)
+        np.testing.assert_array_equal(first[t, :k], idx)
+        np.testing.assert_array_equal(count[t, :k], cnt)

@@ -248,3 +248,37 @@ def test_records_stay_strict_json_after_divergence_and_bad_executor_or_store(tmp
         run(Grid(L=[2]), "theory", tmp_path / "t.jsonl", "threads")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load(tmp_path / "missing.jsonl")
+
+
+def test_groups_are_per_seed_on_the_cpu_and_span_seeds_on_the_gpu():
+    # On the CPU only models of one seed share work (init, batches, test sets), and
+    # groups per seed balance over the workers; on the GPU one ensemble fills the device.
+    from fastsd.scan.predictors import get_predictor
+
+    grid = Grid(L=[2, 3], gamma=["lazy", 1.0], seed=[0, 1], steps=20, **TINY)
+    for name in ("mlp", "mlp_image"):
+        pred = get_predictor(name)
+        cells = [pred.prepare(s) for _, s in grid.cells()] if name == "mlp" else [
+            pred.prepare(dict(task="psvrt", L=L, gamma=g, seed=s, width=16, steps=20))
+            for L in (2, 3) for g in ("lazy", 1.0) for s in (0, 1)]
+        for backend, size in (("cpu", 2), ("numpy", 2), ("cuda", 4)):
+            groups = {}
+            for s in cells:
+                groups.setdefault(pred.group_key(s, backend), []).append(s)
+            assert len(groups) == 8 // size, (name, backend)
+            for g in groups.values():
+                assert len(g) == size and len({s["L"] for s in g}) == 1
+                assert len({s["gamma"] for s in g}) == 2
+                if backend != "cuda":
+                    assert len({(s["seed"], s["task_seed"]) for s in g}) == 1
+
+
+def test_group_cost_orders_cells_by_their_work():
+    # the symbol path's cost grows with L; noisy cells take the dense path (cost ~ d)
+    from fastsd.scan.predictors import get_predictor
+
+    pred = get_predictor("mlp")
+    cost = {(L, s2): pred.cost(pred.prepare(dict(d=256, L=L, gamma=1.0, seed=0, width=1024,
+                                                 steps=1000, sigma2=s2)))
+            for L in (2, 8, 16) for s2 in (0.0, 1.0)}
+    assert cost[2, 0.0] < cost[8, 0.0] < cost[16, 0.0] < cost[2, 1.0] == cost[16, 1.0]

@@ -36,6 +36,7 @@ import numpy as np
 # Reductions go through ``_lane_sum`` instead, which fixes the order.
 _FASTMATH = {"contract"}
 _LANES = 16
+_ROWS = 64           # inputs per thread task in centered_output
 
 
 @nb.njit(inline="always")
@@ -61,44 +62,71 @@ def _bce(f, y):
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _lane_sum(x, acc):
+def _lane_sum(x, zero):
     """Sum of x in a fixed order: ``_LANES`` interleaved partial sums, then in turn.
 
-    Vectorises without reassociation, and gives the same bits for any memory
-    alignment, thread count or ensemble. ``acc``, scratch of length
-    ``_LANES``, sets the precision of the partial sums.
+    Partial sum j adds x[j], x[j + 16], x[j + 32], ... in order over the
+    first 16 * (n // 16) entries; the 16 partial sums are then added one
+    after the other, and the remaining n % 16 entries after them. This vectorises without
+    reassociation and gives the same bits for any memory alignment, thread
+    count or ensemble. ``zero`` (0 of the accumulation dtype) sets the
+    precision of the partial sums.
+
+    The partial sums are 16 named locals on purpose: kept in a scratch array,
+    they would be stored and reloaded every round (the compiler cannot rule
+    out that the array overlaps x), at twice the cost.
     """
-    acc[:] = 0
-    full = x.shape[0] - x.shape[0] % _LANES
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = zero
+    s8 = s9 = s10 = s11 = s12 = s13 = s14 = s15 = zero
+    n = x.shape[0]
+    full = n - n % _LANES
     for c in range(0, full, _LANES):
-        for j in range(_LANES):
-            acc[j] += x[c + j]
-    for i in range(full, x.shape[0]):
-        acc[i - full] += x[i]
-    t = acc.dtype.type(0)
-    for j in range(_LANES):
-        t += acc[j]
+        s0 += x[c]
+        s1 += x[c + 1]
+        s2 += x[c + 2]
+        s3 += x[c + 3]
+        s4 += x[c + 4]
+        s5 += x[c + 5]
+        s6 += x[c + 6]
+        s7 += x[c + 7]
+        s8 += x[c + 8]
+        s9 += x[c + 9]
+        s10 += x[c + 10]
+        s11 += x[c + 11]
+        s12 += x[c + 12]
+        s13 += x[c + 13]
+        s14 += x[c + 14]
+        s15 += x[c + 15]
+    t = zero + s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11 + s12 + s13 + s14
+    t += s15
+    for i in range(full, n):        # the tail, in turn
+        t += x[i]
     return t
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _output_row(h0, dh, a0, da, scale, terms, acc):
-    """Centered output of one input; ``terms`` (m,) and ``acc`` are scratch."""
+def _output_row(h0, dh, a0, da, scale, terms, zero):
+    """Centered output of one input; ``terms`` (m,) is scratch, ``zero`` sets the sum's dtype."""
     for i in range(h0.shape[0]):
         h = h0[i] + dh[i]
         terms[i] = a0[i] * _drelu(h0[i], dh[i], h) + da[i] * max(h, h * 0)
-    return _lane_sum(terms, acc) * scale
+    return _lane_sum(terms, zero) * scale
 
 
 @nb.njit(parallel=True, cache=True)
 def centered_output(h0, dh, a0, da, scale, out):
-    """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n)."""
+    """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n).
+
+    Threads take blocks of ``_ROWS`` inputs, with one scratch row per block.
+    """
     M, n, m = h0.shape
-    for j in nb.prange(M * n):
-        k = j // n
-        b = j % n
-        out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k],
-                                np.empty(m, h0.dtype), np.empty(_LANES))
+    blocks = (n + _ROWS - 1) // _ROWS
+    for j in nb.prange(M * blocks):
+        k = j // blocks
+        start = (j % blocks) * _ROWS
+        terms = np.empty(m, h0.dtype)
+        for b in range(start, min(start + _ROWS, n)):
+            out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k], terms, 0.0)
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)
@@ -135,14 +163,13 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
         Sum of BCE over the batch and number of correct predictions.
     """
     M, B, m = h0.shape
-    acc = np.empty(_LANES)
     for k in range(M):
         s = scale[k]
         lsum = 0.0
         csum = 0
         grad_a[k, :] = 0
         for b in range(B):
-            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s, grad_h[k, b], acc)
+            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s, grad_h[k, b], 0.0)
             for i in range(m):
                 dh[k, b, i] += h0[k, b, i]
             lsum += _bce(f, y[k, b])
@@ -160,13 +187,50 @@ def _axpy_row(dst, src, alpha):
         dst[i] += alpha * src[i]
 
 
+@nb.njit(cache=True)
+def distinct_pairs(u, v, L, first, count, n_distinct):
+    """The distinct (u, v) pairs of each batch, for ``symbol_chunk``.
+
+    Pairs that repeat in a batch have identical gradients, so each distinct
+    pair is computed once and weighted by its count.
+
+    Parameters
+    ----------
+    u, v : (n, B) int32
+        Symbol indices of n batches.
+    L : int
+        Number of symbols.
+    first, count : (n, B) int32 out
+        For batch t, ``first[t, :n_distinct[t]]`` holds the position in the
+        batch of the first occurrence of each distinct pair, in increasing
+        order of u * L + v, and ``count[t, :n_distinct[t]]`` its multiplicity.
+    n_distinct : (n,) int32 out
+    """
+    n, B = u.shape
+    for t in range(n):
+        keys = u[t].astype(np.int64) * L + v[t]
+        order = np.argsort(keys, kind="mergesort")
+        j = 0
+        i = 0
+        while j < B:
+            b = order[j]
+            c = 1
+            while j + c < B and keys[order[j + c]] == keys[b]:
+                c += 1
+            first[t, i] = b
+            count[t, i] = c
+            i += 1
+            j += c
+        n_distinct[t] = i
+
+
 @nb.njit(fastmath=_FASTMATH, cache=True)
-def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda, h, g, act,
-                 acc):
+def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, s, lr,
+                 D1, D2, gda, h, g, act):
     """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
 
-    Pairs that repeat in the batch have identical gradients, so each distinct
-    (u, v) is computed once and weighted by its count.
+    Each distinct pair of the batch (``distinct_pairs``) is computed once and
+    weighted by its count.
     """
     L, m = P1.shape
     B = u.shape[0]
@@ -176,17 +240,11 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda,
     act[:, :] = False
     zero = h.dtype.type(0)
     one = h.dtype.type(1)
-    keys = u.astype(np.int64) * L + v
-    order = np.argsort(keys, kind="mergesort")
     lsum = 0.0
     csum = 0
-    j = 0
-    while j < B:
-        b = order[j]
-        c = 1
-        while j + c < B and keys[order[j + c]] == keys[b]:
-            c += 1
-        j += c
+    for j in range(n_distinct):
+        b = first[j]
+        c = count[j]
         p, q = u[b], v[b]
         p1, p2, q1, q2 = P1[p], P2[q], Q1[p], Q2[q]
         for i in range(m):
@@ -197,16 +255,17 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda,
             r = max(hi, zero)
             dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
             g[i] = a0[i] * dr + da[i] * r
-        f = _lane_sum(g, acc) * s
+        f = _lane_sum(g, zero) * s
         lsum += c * _bce(f, y[b])
         csum += c * ((f > 0) == (y[b] > 0.5))
         ef = h.dtype.type(-lr * c * (_sigmoid(f) - y[b]) * s / B)
-        for i in range(m):
-            g[i] = ef * (a0[i] + da[i]) if h[i] > zero else zero
-        _axpy_row(D1[p], g, one)
-        _axpy_row(D2[q], g, one)
-        for i in range(m):
-            gda[i] += ef * max(h[i], zero)
+        d1, d2 = D1[p], D2[q]
+        for i in range(m):              # backward: one pass for both rows and the readout
+            hi = h[i]
+            gi = ef * (a0[i] + da[i]) if hi > zero else zero
+            d1[i] += gi
+            d2[i] += gi
+            gda[i] += ef * max(hi, zero)
         act[0, p] = True
         act[1, q] = True
     for side in range(2):
@@ -224,7 +283,8 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, s, lr, D1, D2, gda,
 
 
 @nb.njit(parallel=True, cache=True)
-def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, correct):
+def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, batch_of,
+                 scale, lr, loss, correct):
     """Run n SGD steps for M models with the same L, in the symbol basis.
 
     Parameters
@@ -236,7 +296,13 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, co
     K : (M, L, L)
         Symbol Gram matrices S S^T.
     a0, da : (M, m); da updated in place.
-    u, v : (M, n, B) int32 symbol indices; y : (M, n, B) labels.
+    u, v : (G, n, B) int32 symbol indices; y : (G, n, B) labels: the G
+        distinct batch streams of the ensemble.
+    first, count : (G, n, B) int32; n_distinct : (G, n) int32
+        Their distinct pairs (``distinct_pairs``).
+    batch_of : (M,) int64
+        The batch stream of each model (models of one seed draw the same
+        batches, and share their sorting).
     scale, lr : (M,)
     loss, correct : (M, n) out
         Per-step sum of BCE over the batch and number of correct predictions.
@@ -250,10 +316,11 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, scale, lr, loss, co
         h = np.zeros(m, P1.dtype)
         g = np.zeros(m, P1.dtype)
         act = np.zeros((2, L), np.bool_)
-        acc = np.zeros(_LANES, P1.dtype)
+        r = batch_of[k]
         for t in range(n):
             ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
-                                  a0[k], da[k], u[k, t], v[k, t], y[k, t],
-                                  scale[k], lr[k], D1, D2, gda, h, g, act, acc)
+                                  a0[k], da[k], u[r, t], v[r, t], y[r, t], first[r, t],
+                                  count[r, t], n_distinct[r, t], scale[k], lr[k],
+                                  D1, D2, gda, h, g, act)
             loss[k, t] = ls
             correct[k, t] = cs

@@ -43,6 +43,12 @@ def _gemm_into(out, a, b, alpha=1.0, beta=0.0):
         out[...] = res.T
 
 
+def _first_equal(arrays):
+    """For each array, the index of the first array with the same bytes."""
+    digests = [hashlib.blake2b(a.tobytes(), digest_size=16).digest() for a in arrays]
+    return [digests.index(h) for h in digests]
+
+
 def _stack(arrays, dtype):
     return np.ascontiguousarray(np.stack(arrays), dtype=dtype)
 
@@ -90,28 +96,31 @@ class _DisplacementEngine:
         self.da = np.zeros_like(self.a0)
         self.scales = np.asarray(scales, dtype=np.float64)
         self.lrs = np.asarray(lrs, dtype=np.float64)
-        # Models with the same seed start from the same w0: index of the first such model.
-        digests = [hashlib.blake2b(w.tobytes(), digest_size=16).digest() for w in self.w0T]
-        self.w0_source = [digests.index(h) for h in digests]
+        # Models with the same seed start from the same w0.
+        self.w0_source = _first_equal(self.w0T)
 
     def _dwT(self):
         raise NotImplementedError
 
-    def _displacement_preactivations(self, X):
-        return np.matmul(X, self._dwT())
+    def _displacement_preactivations(self, X, sources):
+        """X dw^T per model."""
+        dwT = self._dwT()
+        dh = np.empty(X.shape[:2] + dwT.shape[2:], dtype=X.dtype)
+        for k in range(X.shape[0]):
+            _gemm_into(dh[k], X[k], dwT[k])
+        return dh
 
     def _initial_preactivations(self, X, sources):
         """X w0^T per model, computed once per distinct (inputs, w0) pair."""
-        if sources is None:
-            return np.matmul(X, self.w0T)
         h0 = np.empty(X.shape[:2] + self.w0T.shape[2:], dtype=X.dtype)
         done = {}
-        for k, key in enumerate(zip(sources, self.w0_source)):
+        for k in range(X.shape[0]):
+            key = k if sources is None else (sources[k], self.w0_source[k])
             if key in done:
                 h0[k] = h0[done[key]]
             else:
                 done[key] = k
-                np.matmul(X[k], self.w0T[k], out=h0[k])
+                _gemm_into(h0[k], X[k], self.w0T[k])
         return h0
 
     def outputs(self, X, sources=None):
@@ -124,7 +133,7 @@ class _DisplacementEngine:
         X = np.asarray(X, dtype=self.dtype)
         with np.errstate(invalid="ignore", over="ignore"):   # divergence is reported
             h0 = self._initial_preactivations(X, sources)    # through TrainResult.diverged
-            dh = self._displacement_preactivations(X)
+            dh = self._displacement_preactivations(X, sources)
         out = np.empty(X.shape[:2])
         _cpu.centered_output(h0, dh, self.a0, self.da, self.scales, out)
         return out
@@ -199,6 +208,7 @@ class SymbolEngine(_DisplacementEngine):
         super().__init__(params0, scales, lrs, dtype)
         d = tasks[0].d
         self.S = _stack([t.symbols for t in tasks], dtype)              # (M, L, d)
+        self.S_source = _first_equal(self.S)
         self.K = np.ascontiguousarray(np.matmul(self.S, self.S.transpose(0, 2, 1)))
         self.P1 = np.ascontiguousarray(np.matmul(self.S, self.w0T[:, :d]))
         self.P2 = np.ascontiguousarray(np.matmul(self.S, self.w0T[:, d:]))
@@ -211,24 +221,53 @@ class SymbolEngine(_DisplacementEngine):
         St = self.S.transpose(0, 2, 1)
         return np.concatenate([np.matmul(St, self.C1), np.matmul(St, self.C2)], axis=1)
 
-    def _displacement_preactivations(self, X):
-        # x . dw_i = (x1 S^T) C1 + (x2 S^T) C2: O(n L (d + m)) instead of O(n d m).
-        L, d = self.S.shape[1:]
+    def _displacement_preactivations(self, X, sources):
+        # x . dw_i = [x1 S^T, x2 S^T] [C1; C2]: O(n L (d + m)) instead of O(n d m). The
+        # coordinates [x1 S^T, x2 S^T] = x blockdiag(S^T, S^T) are computed once per
+        # distinct (inputs, symbols).
+        M, L, d = self.S.shape
         m = self.C1.shape[2]
         if L * (d + m) >= d * m:
-            return super()._displacement_preactivations(X)
-        St = self.S.transpose(0, 2, 1)
-        return (np.matmul(np.matmul(X[..., :d], St), self.C1)
-                + np.matmul(np.matmul(X[..., d:], St), self.C2))
+            return super()._displacement_preactivations(X, sources)
+        basis = np.zeros((2 * d, 2 * L), dtype=X.dtype)
+        C = np.empty((2 * L, m), dtype=X.dtype)
+        dh = np.empty(X.shape[:2] + (m,), dtype=X.dtype)
+        coords = {}
+        for k in range(M):
+            key = k if sources is None else (sources[k], self.S_source[k])
+            if key not in coords:
+                basis[:d, :L] = basis[d:, L:] = self.S[k].T
+                coords[key] = np.empty((X.shape[1], 2 * L), dtype=X.dtype)
+                _gemm_into(coords[key], X[k], basis)
+            C[:L], C[L:] = self.C1[k], self.C2[k]
+            _gemm_into(dh[k], coords[key], C)
+        return dh
 
     def run(self, pairs, noise_rngs):
         from . import _cpu
-        u = np.ascontiguousarray(np.stack([p[0] for p in pairs]))
-        v = np.ascontiguousarray(np.stack([p[1] for p in pairs]))
-        y = np.ascontiguousarray(np.stack([p[2] for p in pairs]), dtype=np.float64)
-        M, n, B = u.shape
+        # Models of one seed draw the same batches: sort each distinct stream once.
+        streams, batch_of = [], []
+        for u, v, y in pairs:
+            j = next((j for j, (su, sv, sy) in enumerate(streams) if np.array_equal(su, u)
+                      and np.array_equal(sv, v) and np.array_equal(sy, y)), None)
+            if j is None:
+                j = len(streams)
+                streams.append((u, v, y))
+            batch_of.append(j)
+        u = np.ascontiguousarray(np.stack([s[0] for s in streams]), dtype=np.int32)
+        v = np.ascontiguousarray(np.stack([s[1] for s in streams]), dtype=np.int32)
+        y = np.ascontiguousarray(np.stack([s[2] for s in streams]), dtype=np.float64)
+        G, n, B = u.shape
+        first = np.empty((G, n, B), np.int32)
+        count = np.empty((G, n, B), np.int32)
+        n_distinct = np.empty((G, n), np.int32)
+        for j in range(G):
+            _cpu.distinct_pairs(u[j], v[j], self.S.shape[1], first[j], count[j], n_distinct[j])
+        M = len(pairs)
         loss = np.empty((M, n))
         correct = np.empty((M, n))
         _cpu.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
-                          self.a0, self.da, u, v, y, self.scales, self.lrs, loss, correct)
+                          self.a0, self.da, u, v, y, first, count, n_distinct,
+                          np.asarray(batch_of, dtype=np.int64), self.scales, self.lrs,
+                          loss, correct)
         return loss / B, correct / B

@@ -2,7 +2,6 @@
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import truncnorm
 
 from .._validation import check_choice
 
@@ -58,6 +57,8 @@ def init_params(rng, width, input_dim, init="normal"):
         w = rng.standard_normal((width, input_dim)) * sigma
         a = rng.standard_normal(width) * sigma
     else:
+        from scipy.stats import truncnorm     # slow to import (~0.4 s): only when used
+
         w = truncnorm.rvs(-2, 2, size=(width, input_dim), random_state=rng) * sigma
         unit_std = truncnorm.std(-2, 2)
         a = truncnorm.rvs(-2, 2, size=width, random_state=rng) * sigma / unit_std

@@ -114,8 +114,30 @@ def _test_sources(tasks, seed_seqs):
     return out
 
 
+def step_costs(L, batch_size, width, input_dim, backend="cpu"):
+    """Relative cost of one SGD step on the (symbol, dense) paths; see ``_cpu`` and ``_cuda``.
+
+    Parameters
+    ----------
+    L, batch_size, width, input_dim : int
+        Training symbols, batch size B, hidden units m and input dimension p = 2d.
+    backend : {"cpu", "cuda"}
+
+    Returns
+    -------
+    (float, float)
+        Operation counts of a step in the symbol basis and on dense inputs.
+    """
+    L, B, m, p = L, batch_size, width, input_dim
+    if backend == "cuda":
+        # the GPU does every symbol row: a B x L scatter and an L x L GEMM
+        # per step, against two B x p x m GEMMs (h0 is a gather)
+        return float(2 * L * (B + L) * m), float(4 * B * p * m)
+    return float(2 * L * min(L, B) * m + 4 * B * m), float(3 * B * p * m)
+
+
 def _choose_path(task, width, batch_size, path, backend="cpu"):
-    """Pick "dense" or "symbol" by cost; see the module docs of ``_cpu`` and ``_cuda``."""
+    """Pick "dense" or "symbol" by cost (``step_costs``)."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
@@ -124,15 +146,7 @@ def _choose_path(task, width, batch_size, path, backend="cpu"):
         return path
     if not task.has_symbol_basis:
         return "dense"
-    L, B, m, p = task.L, batch_size, width, task.input_dim
-    if backend == "cuda":
-        # the GPU does every symbol row: a B x L scatter and an L x L GEMM
-        # per step, against two B x p x m GEMMs (h0 is a gather)
-        cost_symbol = 2 * L * (B + L) * m
-        cost_dense = 4 * B * p * m
-    else:
-        cost_symbol = 2 * L * min(L, B) * m + 4 * B * m
-        cost_dense = 3 * B * p * m
+    cost_symbol, cost_dense = step_costs(task.L, batch_size, width, task.input_dim, backend)
     return "symbol" if cost_symbol < cost_dense else "dense"
 
 

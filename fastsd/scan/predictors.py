@@ -5,9 +5,9 @@ A predictor turns the settings of a cell into a record. It has three jobs:
 - ``prepare(settings)`` validates one cell's settings and fills in the
   defaults, before anything runs (an unknown setting, a missing one or a value
   out of range raises here);
-- ``group_key(settings)`` says which cells can share one call (the "mlp"
-  predictor trains every cell with the same d, L, width, steps, ... as one
-  lockstep ensemble);
+- ``group_key(settings, backend)`` says which cells can share one call (the
+  "mlp" predictor trains cells with the same d, L, width, steps, ... as one
+  lockstep ensemble: on the CPU those of one seed, on the GPU all seeds);
 - ``run_group(settings_list, backend, dtype)`` computes the records of a
   group. It runs in a worker process, so it must be a plain function of its
   arguments.
@@ -62,8 +62,12 @@ class Predictor:
         """Return the stable key of a prepared cell."""
         return settings_key(settings)
 
-    def group_key(self, settings):
-        """Return the key of the group the cell runs in (default: its own key)."""
+    def group_key(self, settings, backend="cpu"):
+        """Return the key of the group the cell runs in (default: its own key).
+
+        ``backend`` is the concrete backend the group will run on ("numpy",
+        "cpu" or "cuda"): what is worth sharing can depend on it.
+        """
         return self.key(settings)
 
     def run_group(self, group, backend="auto", dtype=None):
@@ -80,7 +84,8 @@ class MLPPredictor(Predictor):
 
     Settings are the fields of ``fastsd.scan.Cell``; ``gamma="lazy"`` is the
     paper's gamma = 1e-5/sqrt(d). Cells sharing ``Cell.ensemble_key`` (all but
-    gamma and the seeds) train as one lockstep ensemble.
+    gamma and the seeds) train as one lockstep ensemble, per seed off the GPU
+    (``group_key``).
     """
 
     name = "mlp"
@@ -97,14 +102,29 @@ class MLPPredictor(Predictor):
     def key(self, settings):
         return Cell(**settings).key
 
-    def group_key(self, settings):
-        return Cell(**settings).ensemble_key()
+    def group_key(self, settings, backend="cpu"):
+        """Cells with equal ``Cell.ensemble_key``; off the GPU, also the same seeds.
+
+        On "cuda" one lockstep ensemble fills the device best. On the CPU each
+        model runs on one thread whatever the ensemble, and only models with
+        the same seeds share work (initialisation, batches, test sets): a
+        group per seed loses nothing and spreads evenly over the workers.
+        """
+        key = Cell(**settings).ensemble_key()
+        return key if backend == "cuda" else key + (settings["seed"], settings["task_seed"])
 
     def run_group(self, group, backend="auto", dtype=None):
         return train_cells([Cell(**s) for s in group], backend=backend, dtype=dtype)
 
     def cost(self, settings):
-        return float(settings["steps"] * settings["width"] * settings["d"])
+        """Operation count: the cheaper path's steps (``step_costs``) plus the test evaluations."""
+        from ..mlp.train import step_costs
+
+        s = settings
+        symbol, dense = step_costs(s["L"], s["batch_size"], s["width"], 2 * s["d"])
+        step = min(symbol, dense) if s["sigma2"] == 0 else dense
+        evals = -(-s["steps"] // s["eval_every"])
+        return s["steps"] * step + evals * s["n_test"] * 2 * s["d"] * s["width"]
 
 
 class MLPImagePredictor(Predictor):
@@ -161,9 +181,13 @@ class MLPImagePredictor(Predictor):
         return Pentomino(width=s["image_width"], n_train_shapes=s["L"], blur=s["blur"],
                          seed=s["task_seed"])
 
-    def group_key(self, settings):
-        return tuple(sorted((k, v) for k, v in settings.items()
-                            if k not in ("gamma", "seed", "task_seed")))
+    def group_key(self, settings, backend="cpu"):
+        """Cells that differ only in gamma and the seeds; off the GPU, only in gamma.
+
+        See ``MLPPredictor.group_key``.
+        """
+        shared = ("gamma", "seed", "task_seed") if backend == "cuda" else ("gamma",)
+        return tuple(sorted((k, v) for k, v in settings.items() if k not in shared))
 
     def cost(self, settings):
         side = (settings["patch"] * settings["n_patches"] if settings["task"] == "psvrt"
@@ -326,7 +350,7 @@ class BayesPredictor(Predictor):
         return out
 
 
-def cell_record(cell, result, task):
+def cell_record(cell, result, task, activation_change=None):
     """Return the stored record of a trained MLP cell.
 
     Parameters
@@ -335,6 +359,9 @@ def cell_record(cell, result, task):
     result : fastsd.TrainResult
     task : SameDifferent
         The cell's task; its fresh test pairs measure the activation change.
+    activation_change : float, optional
+        The activation change when already measured on those pairs (as
+        ``train_cells`` does for a whole group); by default measured here.
 
     Returns
     -------
@@ -342,15 +369,21 @@ def cell_record(cell, result, task):
         ``result.to_record()`` (configuration, package version, backend,
         dtype, path, seed, accuracies, wall time and the per-evaluation
         history) plus ``task_seed``, ``root_d`` and ``activation_change``
-        (App. F, on ``n_test`` fresh pairs).
+        (App. F, on ``n_test`` fresh pairs drawn from ``task_seed``).
     """
-    from ..analysis import activation_change
+    from ..analysis import activation_changes
 
-    x, _ = task.sample_test(cell.n_test, seed=cell.task_seed)
+    if activation_change is None:
+        activation_change, = activation_changes([result], _change_inputs(cell, task))
     record = result.to_record()
     record.update(task_seed=cell.task_seed, root_d=cell.root_d,
-                  activation_change=activation_change(result, x))
+                  activation_change=activation_change)
     return strict_json(record)
+
+
+def _change_inputs(cell, task):
+    """The fresh test inputs on which a cell's activation change is measured."""
+    return task.sample_test(cell.n_test, seed=cell.task_seed)[0]
 
 
 def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
@@ -373,6 +406,7 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
     ValueError
         When the cells do not share their ensemble key.
     """
+    from ..analysis import activation_changes
     from ..mlp import train_ensemble
     from ..tasks import SameDifferent
 
@@ -386,7 +420,17 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
         tasks, [c.gamma for c in cells], [c.seed for c in cells], width=c0.width,
         steps=c0.steps, batch_size=c0.batch_size, alpha0=c0.alpha0, eval_every=c0.eval_every,
         n_test=c0.n_test, backend=backend, dtype=dtype, path=path, init=c0.init)
-    return [cell_record(c, r, task) for c, r, task in zip(cells, results, tasks)]
+    # cells of one task seed (and ensemble key) measure on the same inputs
+    by_inputs = {}
+    for i, c in enumerate(cells):
+        by_inputs.setdefault(c.task_seed, []).append(i)
+    changes = [None] * len(cells)
+    for idx in by_inputs.values():
+        x = _change_inputs(cells[idx[0]], tasks[idx[0]])
+        for i, change in zip(idx, activation_changes([results[i] for i in idx], x)):
+            changes[i] = change
+    return [cell_record(c, r, task, change)
+            for c, r, task, change in zip(cells, results, tasks, changes)]
 
 
 #: The predictors ``fastsd.scan.run`` accepts, by name.

@@ -3,7 +3,7 @@ import importlib.util
 import os
 import time
 
-from .._dispatch import BACKENDS
+from .._dispatch import BACKENDS, BackendUnavailableError, resolve_backend
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore
@@ -35,8 +35,9 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     """Compute every cell of ``grid`` not yet in ``store``, writing each as it finishes.
 
     All cells are validated before anything runs. Cells that can share one
-    call (for "mlp": the same d, L, width, steps, ...; every gamma and seed
-    then trains in one lockstep ensemble) form a group; the groups go to the
+    call (for "mlp": the same d, L, width, steps, ...; every gamma of a seed,
+    or on the GPU every gamma and seed, then trains in one lockstep
+    ensemble) form a group; the groups go to the
     executor, and each finished group's records are appended to the store at
     once, atomically. A scan killed at any point (even ``kill -9``) loses at
     most the groups in flight; rerunning the same call computes only what is
@@ -57,9 +58,10 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         to it; a grid with the same signature may extend the axes.
     executor : None, "serial", concurrent.futures.Executor or distributed.Client
         None (default): local processes, at most one per core, each limited
-        to cores // workers threads; with backend "cuda", this process. "serial": this process. An Executor or a
-        Dask client: each group is one task, limited to ``threads`` threads
-        (default 1).
+        to cores // workers threads; when the groups run on "cuda" (asked
+        for, or picked by "auto" on a GPU), this process. "serial": this
+        process. An Executor or a Dask client: each group is one task,
+        limited to ``threads`` threads (default 1).
     backend : {"auto", "numpy", "cpu", "cuda"}
     dtype : {None, "float32", "float64"}
         As in ``fastsd.train``; None is the backend's default.
@@ -113,7 +115,8 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                          f"concurrent.futures.Executor or a Dask distributed.Client; got "
                          f"{executor!r}.")
     store = _as_store(store)
-    if executor is None and backend == "cuda":
+    target = _target_backend(backend)
+    if executor is None and target == "cuda":
         executor = "serial"         # one GPU: one process drives it
 
     cells = {}
@@ -129,7 +132,8 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     groups = {}
     for key, (coords, prepared) in cells.items():
         if key not in done:
-            groups.setdefault(pred.group_key(prepared), []).append((key, coords, prepared))
+            groups.setdefault(pred.group_key(prepared, target), []).append(
+                (key, coords, prepared))
     groups = sorted(groups.values(), key=lambda g: -sum(pred.cost(p) for _, _, p in g))
     jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
     n_done = len(cells) - sum(len(g) for g in groups)
@@ -156,6 +160,14 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
             f"cells are saved in {store.path}, and rerunning retries only the others. First "
             f"failure, in the cell {group[0][1]}: {_describe(error)}") from error
     return written
+
+
+def _target_backend(backend):
+    """The backend the groups will run on, as far as this process can tell (for grouping)."""
+    try:
+        return resolve_backend(backend, needs_cupy=True)
+    except BackendUnavailableError:
+        return backend      # each group reports it when it runs
 
 
 def _describe(error):
