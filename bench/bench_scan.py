@@ -5,7 +5,9 @@ Runs, in one process and alternating so that both see the same machine state,
 
 * ``scan``: the grid through ``fastsd.scan.run`` with its default executor
   (local processes, one per core, each training its groups of cells as
-  lockstep ensembles), into a fresh store;
+  lockstep ensembles: on the CPU, the gammas of one seed, which share their
+  initialisation, batches and test sets), into a fresh store, process start
+  included;
 * ``one-by-one``: the same cells, each with its own ``fastsd.train`` call, in
   this process, as a user without the scan API would.
 

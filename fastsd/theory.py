@@ -5,10 +5,17 @@ import numpy as np
 from scipy.special import ndtr
 
 
+def _shown(a):
+    """A value as it was given: a scalar, or the list (first 10 entries) of an array."""
+    return a.item() if a.ndim == 0 else a.ravel()[:10].tolist()
+
+
 def _check_L(L):
+    given = L
     L = np.asarray(L)
     if L.dtype.kind not in "iuf" or np.any(~np.isfinite(L)) or np.any(L < 2):
-        raise ValueError(f"`L` must be a number (or array of numbers) >= 2; got {L!r}.")
+        shown = _shown(L) if L.dtype.kind in "iufb" else repr(given)
+        raise ValueError(f"`L` must be a number (or array of numbers) >= 2; got {shown}.")
     return L
 
 
@@ -63,7 +70,8 @@ def rich_test_accuracy(L):
     Parameters
     ----------
     L : int or array_like
-        Number of training symbols, >= 2.
+        Number of training symbols, whole numbers >= 2 (integer-valued
+        floats are accepted).
 
     Returns
     -------
@@ -72,7 +80,7 @@ def rich_test_accuracy(L):
     Raises
     ------
     ValueError
-        When any L < 2.
+        When any L < 2 or is not a whole number.
 
     Examples
     --------
@@ -82,6 +90,9 @@ def rich_test_accuracy(L):
     0.908
     """
     L = _check_L(L)
+    if np.any(L != np.floor(L)):
+        raise ValueError(f"`L` must be a whole number of training symbols >= 2 (the readout "
+                         f"ratio jumps from 1 at L = 2 to 1.5 from L = 3); got {_shown(L)}.")
     rho = np.where(L < 3, 1.0, 1.5)
     return 0.5 + 0.5 * different_accuracy(L, rho)
 

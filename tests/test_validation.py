@@ -214,6 +214,14 @@ def test_theory_rejects_non_numeric_L():
         theory.rich_test_accuracy("3")
 
 
+@pytest.mark.parametrize("L", [2.5, [2, 3.5], 2.999])
+def test_eq3_rejects_fractional_L_instead_of_rounding_it(L):
+    # 2.5 used to give the L = 2 value (rho = 1) silently
+    with pytest.raises(ValueError, match=r"`L` must be a whole number of training symbols"):
+        theory.rich_test_accuracy(L)
+    assert theory.rich_test_accuracy(3.0) == theory.rich_test_accuracy(3)
+
+
 def test_theory_shape_mismatch_names_the_parameters():
     """L and rho that do not broadcast: the error must name them (not a bare NumPy error)."""
     with pytest.raises(ValueError, match=r"`L`|`rho`"):
