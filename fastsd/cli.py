@@ -147,6 +147,8 @@ def build_parser():
     _add_reproduce_parser(sub)
     _add_walkers_parser(sub)
     _add_ntk_parser(sub)
+    for command in sub.choices.values():       # so that a bad option shows its command's usage
+        command.set_defaults(_parser=command)
     return parser
 
 
@@ -227,13 +229,19 @@ def _executor(args):
         except ImportError:
             raise ValueError("`--dask` needs Dask's distributed scheduler; fix: "
                              "pip install fastsd[dist]") from None
-        return Client(args.dask)
+        try:
+            return Client(args.dask, timeout="10s")
+        except (ValueError, OSError, TimeoutError) as exc:
+            raise ValueError(f"`--dask` must be the address of a running Dask scheduler, e.g. "
+                             f"tcp://host:8786; got {args.dask!r} ({exc}).") from None
     return None
 
 
 def _cmd_reproduce(args):
     from .reproduce import reproduce
 
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ValueError(f"`--out` must be a folder; got {args.out!r}, which is a file.")
     try:                                    # fail on a bad --out before any training
         os.makedirs(args.out, exist_ok=True)
     except OSError as exc:
@@ -283,7 +291,9 @@ def main(argv=None):
         backend, 130 on Ctrl-C and 143 on SIGTERM (worker processes are
         stopped, finished cells kept). Bad usage exits with 2 through argparse.
     """
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handle = threading.current_thread() is threading.main_thread()   # signals need it
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if handle else None
     try:

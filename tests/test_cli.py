@@ -247,7 +247,23 @@ def test_reproduce_rejects_a_bad_backend_and_an_unusable_out(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert main(["reproduce", "figC1", "--quick", "--out", str(blocker)]) == 1
+    assert f"`--out` must be a folder; got '{blocker}', which is a file." in \
+        capsys.readouterr().err
+    assert main(["reproduce", "figC1", "--quick", "--out", str(blocker / "sub")]) == 1
     assert "`--out` must be a folder that exists or can be created" in capsys.readouterr().err
+    pytest.importorskip("distributed")
+    assert main(["reproduce", "figC1", "--quick", "--out", str(tmp_path),
+                 "--dask", "notanaddress"]) == 1
+    assert "`--dask` must be the address of a running Dask scheduler" in \
+        capsys.readouterr().err
+
+
+def test_an_unknown_option_shows_its_commands_usage(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "fig1c", "--bogus"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert "usage: fastsd reproduce" in err and "unrecognized arguments: --bogus" in err
 
 
 _SLOW_REPRODUCE = """

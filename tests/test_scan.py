@@ -166,7 +166,7 @@ _SCAN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("victim", ["worker", "scan"])
+@pytest.mark.parametrize("victim", ["worker", "scan", "scan-only-KILL", "scan-only-TERM"])
 def test_sigkill_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path, victim):
     psutil = pytest.importorskip("psutil")
     script = tmp_path / "scan.py"
@@ -188,9 +188,17 @@ def test_sigkill_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path, vict
         os.kill(workers[0].pid, signal.SIGKILL)
         assert proc.wait(timeout=120) == 1
         assert "a worker process died" in (tmp_path / "stderr.txt").read_text()
-    else:                       # kill -9 the whole scan: its process and its workers
+    elif victim == "scan":      # kill -9 the whole scan: its process and its workers
         os.killpg(proc.pid, signal.SIGKILL)
         assert proc.wait(timeout=120) == -signal.SIGKILL
+    else:                       # only the scan's own process: its workers must follow it
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert workers
+        sig = getattr(signal, "SIG" + victim.split("-")[-1])
+        os.kill(proc.pid, sig)
+        assert proc.wait(timeout=120) == -sig
+        gone, alive = psutil.wait_procs(workers, timeout=20)
+        assert not alive, [p.cmdline() for p in alive]
     partial = _records(killed)
     assert 1 <= len(partial) < 6
 
@@ -282,3 +290,56 @@ def test_group_cost_orders_cells_by_their_work():
                                                  steps=1000, sigma2=s2)))
             for L in (2, 8, 16) for s2 in (0.0, 1.0)}
     assert cost[2, 0.0] < cost[8, 0.0] < cost[16, 0.0] < cost[2, 1.0] == cost[16, 1.0]
+
+
+def test_bad_executor_or_backend_fails_before_the_store_is_bound(tmp_path, monkeypatch):
+    import fastsd._dispatch
+    from fastsd.exceptions import BackendUnavailableError
+
+    grid = Grid(L=[2], gamma=[1.0], seed=[0], steps=10, **TINY)
+    store = tmp_path / "s.jsonl"
+    for executor, exc in ((4, TypeError), (object(), TypeError), ("threads", ValueError)):
+        with pytest.raises(exc, match=r"`executor` must be None \(local processes\), 'serial'"):
+            run(grid, "mlp", store, executor, progress=False)
+    monkeypatch.setattr(fastsd._dispatch, "numba_cuda_available", lambda: False)
+    with pytest.raises(BackendUnavailableError, match=r"backend 'cuda' needs an NVIDIA GPU"):
+        run(grid, "mlp", store, backend="cuda", progress=False)
+    assert not os.path.exists(f"{store}.grid.json") and not store.exists()
+
+
+def test_a_forking_process_pool_is_refused_once_openmp_threads_run(tmp_path):
+    # A forked child of a process running GNU OpenMP dies at its first parallel kernel
+    # ("fork() called from a process already using GNU OpenMP"); a spawning pool works.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numba
+
+    grid = Grid(L=[2, 3], gamma=[1.0], seed=[0], steps=10, **TINY)
+    run(grid, "mlp", tmp_path / "serial.jsonl", "serial", backend="cpu", progress=False)
+    if numba.threading_layer() != "omp":
+        pytest.skip(f"Numba runs on {numba.threading_layer()!r} here, not OpenMP")
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        with pytest.raises(ValueError, match=r"`executor` is a ProcessPoolExecutor that forks"):
+            run(grid, "mlp", tmp_path / "fork.jsonl", pool, backend="cpu", progress=False)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        run(grid, "mlp", tmp_path / "spawn.jsonl", pool, backend="cpu", progress=False)
+    assert _records(tmp_path / "spawn.jsonl") == _records(tmp_path / "serial.jsonl")
+
+
+def test_cells_that_prepare_to_one_are_computed_once_with_a_warning(tmp_path):
+    lazy8 = 1e-5 / np.sqrt(8)
+    grid = Grid(L=[2], gamma=["lazy", lazy8, 1.0], seed=[0], steps=10, **TINY)
+    with pytest.warns(RuntimeWarning, match=r"are the same cell once prepared"):
+        records = run(grid, "mlp", tmp_path / "s.jsonl", "serial", progress=False)
+    assert len(records) == 2
+
+
+def test_setting_errors_say_where_and_name_lazy(tmp_path):
+    with pytest.raises(ValueError, match=r"`gamma` must be a number > 0 or 'lazy' .*got 'LAZY'"):
+        run(Grid(L=[2], gamma=["LAZY"], seed=0, steps=10, **TINY), "mlp", tmp_path / "a.jsonl",
+            progress=False)
+    with pytest.raises(ValueError, match=r"`width` must be an integer >= 1; got 0\. "
+                                         r"\(in the grid's fixed settings\)"):
+        run(Grid(L=2, gamma=1.0, seed=0, steps=10, **dict(TINY, width=0)), "mlp",
+            tmp_path / "b.jsonl", progress=False)

@@ -25,6 +25,21 @@ def lazy_gamma(d):
     return LAZY_GAMMA_SQRT_D / math.sqrt(d)
 
 
+def is_lazy(gamma):
+    """True for the setting gamma = "lazy"; any other string is an error.
+
+    Raises
+    ------
+    ValueError
+        For a string other than "lazy" (e.g. "LAZY"), naming both spellings
+        that are accepted.
+    """
+    if isinstance(gamma, str) and gamma != "lazy":
+        raise ValueError(f"`gamma` must be a number > 0 or 'lazy' (the paper's gamma ~ 0); got "
+                         f"{gamma!r}.")
+    return gamma == "lazy"
+
+
 def derive_task_seed(seed, L, d):
     """Return the seed of a cell's training symbols, derived from (seed, L, d).
 

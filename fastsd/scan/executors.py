@@ -9,6 +9,8 @@ so that workers sharing a machine do not fight over its cores.
 import concurrent.futures as cf
 import multiprocessing
 import os
+import threading
+import time
 
 
 def cpu_count():
@@ -62,21 +64,86 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
                     "NUMBA_NUM_THREADS")
 
 
-def _thread_environment(threads):
-    """Worker initializer: size the thread pools of the libraries not loaded yet (Numba, SciPy).
+def _worker_init(threads, parent):
+    """Initializer of the local workers: thread pools sized, and an exit when the scan dies.
 
+    Sizes the thread pools of the libraries not loaded yet (Numba, SciPy);
     NumPy is already loaded by then (unpickling this function imports
-    ``fastsd.scan``); ``run_group`` limits every loaded BLAS at run time.
+    ``fastsd.scan``), and ``run_group`` limits every loaded BLAS at run time.
+    A daemon thread ends the worker once its parent ``parent`` (the scan) is
+    gone: killed by SIGKILL or SIGTERM, the scan cannot stop its workers,
+    and they would otherwise compute on, orphaned, until their queue closed.
     """
     for name in THREAD_VARIABLES:
         os.environ[name] = str(threads)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
+                     name="fastsd-parent-watch").start()
+
+
+def _exit_with_parent(parent, interval=0.5):
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
 
 
 def local_pool(workers, threads):
-    """Return a pool of ``workers`` fresh ("spawn") processes with ``threads`` threads each."""
+    """Return a pool of ``workers`` fresh ("spawn") processes with ``threads`` threads each.
+
+    The workers exit on their own when this process dies.
+    """
     return cf.ProcessPoolExecutor(max_workers=workers,
                                   mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_thread_environment, initargs=(threads,))
+                                  initializer=_worker_init, initargs=(threads, os.getpid()))
+
+
+def check_executor(executor):
+    """Refuse, before anything runs, an executor that cannot run the groups.
+
+    Raises
+    ------
+    TypeError
+        For anything but None, "serial", a ``concurrent.futures.Executor`` or
+        a Dask ``distributed.Client``.
+    ValueError
+        For an unknown string, and for a ``ProcessPoolExecutor`` that forks
+        once this process runs GNU OpenMP threads (Numba's "omp" layer, after
+        any training here): a forked child cannot use them and dies at its
+        first group.
+    """
+    if executor is None or executor == "serial" or is_dask_client(executor):
+        return
+    if isinstance(executor, str):
+        raise ValueError(f"`executor` must be None (local processes), 'serial', a "
+                         f"concurrent.futures.Executor or a Dask distributed.Client; got "
+                         f"{executor!r}.")
+    if not isinstance(executor, cf.Executor):
+        raise TypeError(f"`executor` must be None (local processes), 'serial', a "
+                        f"concurrent.futures.Executor or a Dask distributed.Client; got "
+                        f"{type(executor).__name__} {executor!r}.")
+    if isinstance(executor, cf.ProcessPoolExecutor) and _forks(executor) and _gnu_openmp_running():
+        raise ValueError(
+            "`executor` is a ProcessPoolExecutor that forks, and this process already runs "
+            "GNU OpenMP threads (Numba's parallel kernels), which a forked worker cannot use: "
+            "it would die at its first group. Fix: ProcessPoolExecutor(..., mp_context="
+            "multiprocessing.get_context('spawn')), or executor=None for fastsd's own pool.")
+
+
+def _forks(pool):
+    context = getattr(pool, "_mp_context", None) or multiprocessing.get_context()
+    return context.get_start_method() == "fork"
+
+
+def _gnu_openmp_running():
+    """True once Numba's parallel kernels run on its OpenMP layer in this process."""
+    import sys
+
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return False
+    try:
+        return numba.threading_layer() == "omp"
+    except ValueError:                  # no parallel kernel has run yet
+        return False
 
 
 def is_dask_client(executor):

@@ -19,7 +19,7 @@ from dataclasses import asdict, fields
 
 from .._json import strict_json
 from .._validation import check_choice, check_float, check_int
-from .cells import Cell, lazy_gamma, resolve_task_seed, settings_key
+from .cells import Cell, is_lazy, lazy_gamma, resolve_task_seed, settings_key
 
 
 class Predictor:
@@ -94,7 +94,7 @@ class MLPPredictor(Predictor):
                 if f.name not in ("d", "L", "gamma", "seed", "width", "steps")}
 
     def validate(self, settings):
-        if settings["gamma"] == "lazy":
+        if is_lazy(settings["gamma"]):
             d = check_int("d", settings["d"], 1)
             settings = {**settings, "gamma": lazy_gamma(d)}
         return asdict(Cell(**settings))
@@ -158,7 +158,7 @@ class MLPImagePredictor(Predictor):
                 if other != task and s[name] is not None:
                     raise ValueError(f"`{name}` must be None (it is a setting of task "
                                      f"{other!r}) with task {task!r}; got {s[name]!r}.")
-        s["gamma"] = 1e-5 if s["gamma"] == "lazy" else check_float("gamma", s["gamma"],
+        s["gamma"] = 1e-5 if is_lazy(s["gamma"]) else check_float("gamma", s["gamma"],
                                                                    positive=True)
         for name, minimum in (("L", 2), ("seed", 0), ("width", 1), ("steps", 1),
                               ("batch_size", 1), ("eval_every", 1), ("n_test", 1)):

@@ -2,12 +2,13 @@
 import importlib.util
 import os
 import time
+import warnings
 
-from .._dispatch import BACKENDS, BackendUnavailableError, resolve_backend
+from .._dispatch import BACKENDS, resolve_backend
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore
-from .executors import submit_groups
+from .executors import check_executor, submit_groups
 from .grid import Grid
 from .predictors import get_predictor
 
@@ -37,21 +38,29 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     All cells are validated before anything runs. Cells that can share one
     call (for "mlp": the same d, L, width, steps, ...; every gamma of a seed,
     or on the GPU every gamma and seed, then trains in one lockstep
-    ensemble) form a group; the groups go to the
-    executor, and each finished group's records are appended to the store at
-    once, atomically. A scan killed at any point (even ``kill -9``) loses at
-    most the groups in flight; rerunning the same call computes only what is
-    missing.
+    ensemble) form a group; the groups go to the executor, and each finished
+    group's records are appended to the store at once, atomically. A scan
+    killed at any point (even ``kill -9``) loses at most the groups in
+    flight, and its local workers exit with it; rerunning the same call
+    computes only what is missing.
+
+    With the default executor (local processes started with "spawn"), a
+    script must call ``run`` under ``if __name__ == "__main__":``: each
+    worker re-imports the script.
 
     Parameters
     ----------
     grid : Grid
         The cells, e.g. ``Grid(gamma=[1.0, 0.1], L=[4, 8], seed=[0, 1], d=64,
         width=256, steps=2000)``.
-    predictor : {"mlp", "theory"}
+    predictor : {"mlp", "mlp_image", "theory", "walkers", "lazy_limit", "bayes"}
         "mlp": finite networks trained with SGD (``fastsd.train_ensemble``,
-        Sec. 2); "theory": the rich-regime closed form (Eq. 3). See
-        ``fastsd.scan.PREDICTORS`` for each one's settings.
+        Sec. 2); "mlp_image": the same on PSVRT and Pentomino (Sec. 4);
+        "theory": the rich-regime closed form (Eq. 3); "walkers": the
+        Markov walker ensemble (App. C.3); "lazy_limit": the gamma -> 0,
+        infinite-width network (App. D); "bayes": Bayes-optimal accuracy on
+        the noisy task (App. E). See ``fastsd.scan.PREDICTORS`` for each
+        one's settings.
     store : str, os.PathLike or fastsd.ResultStore
         JSON Lines file of the records. It is bound to the grid's signature
         (predictor, fixed settings, axis names) in a ``.grid.json`` file next
@@ -61,7 +70,9 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         to cores // workers threads; when the groups run on "cuda" (asked
         for, or picked by "auto" on a GPU), this process. "serial": this
         process. An Executor or a Dask client: each group is one task,
-        limited to ``threads`` threads (default 1).
+        limited to ``threads`` threads (default 1). A ``ProcessPoolExecutor``
+        that forks is refused once this process has run Numba's OpenMP
+        threads (its workers would die); give it a "spawn" context.
     backend : {"auto", "numpy", "cpu", "cuda"}
     dtype : {None, "float32", "float64"}
         As in ``fastsd.train``; None is the backend's default.
@@ -85,8 +96,10 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     TypeError, ValueError
         Before anything runs: for a grid that is not a ``Grid``, an unknown
         predictor, a setting the predictor does not know, a missing or
-        out-of-range value (the message names the cell), or a store that
-        belongs to a different grid.
+        out-of-range value (the message names the cell), an executor that
+        cannot run the groups, or a store that belongs to a different grid.
+    BackendUnavailableError
+        Before anything runs, for an explicit backend that cannot run here.
     ScanError
         After the run, when some groups failed (or a worker process died);
         the finished cells are saved and a rerun retries only the others.
@@ -110,12 +123,9 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     check_choice("dtype", dtype, (None, "float32", "float64"))
     if threads is not None:
         threads = check_int("threads", threads, 1)
-    if isinstance(executor, str) and executor != "serial":
-        raise ValueError(f"`executor` must be None (local processes), 'serial', a "
-                         f"concurrent.futures.Executor or a Dask distributed.Client; got "
-                         f"{executor!r}.")
-    store = _as_store(store)
+    check_executor(executor)
     target = _target_backend(backend)
+    store = _as_store(store)
     if executor is None and target == "cuda":
         executor = "serial"         # one GPU: one process drives it
 
@@ -124,8 +134,15 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         try:
             prepared = pred.prepare(settings)
         except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{exc} (in the cell {coords})") from None
-        cells.setdefault(pred.key(prepared), (coords, prepared))
+            where = f"in the cell {coords}" if coords else "in the grid's fixed settings"
+            raise type(exc)(f"{exc} ({where})") from None
+        key = pred.key(prepared)
+        if key in cells:
+            warnings.warn(f"the cells {cells[key][0]} and {coords} of the grid are the same "
+                          f"cell once prepared (e.g. gamma='lazy' and 1e-5/sqrt(d)); it is "
+                          f"computed once", RuntimeWarning, stacklevel=2)
+            continue
+        cells[key] = (coords, prepared)
     store.bind(grid.signature(pred.name))
 
     done = store.done_keys()
@@ -163,18 +180,23 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
 
 
 def _target_backend(backend):
-    """The backend the groups will run on, as far as this process can tell (for grouping)."""
-    try:
-        return resolve_backend(backend, needs_cupy=True)
-    except BackendUnavailableError:
-        return backend      # each group reports it when it runs
+    """The backend the groups will run on, checked before anything runs.
+
+    An explicit "cpu" or "cuda" that cannot run here raises
+    ``BackendUnavailableError`` (for "cuda": no GPU with Numba-CUDA; a
+    predictor that also needs CuPy reports that when its group runs). "auto"
+    picks "cuda" only where the "mlp" path has everything it needs.
+    """
+    return resolve_backend(backend, needs_cupy=backend == "auto")
 
 
 def _describe(error):
     from concurrent.futures.process import BrokenProcessPool
 
     if isinstance(error, BrokenProcessPool):
-        return "a worker process died (killed, or out of memory)"
+        return ("a worker process died: it was killed or ran out of memory, or it could not "
+                "start (a script that calls run with executor=None needs its code under "
+                "`if __name__ == \"__main__\":`, because each worker re-imports the script)")
     return f"{type(error).__name__}: {error}"
 
 
