@@ -343,3 +343,15 @@ def test_setting_errors_say_where_and_name_lazy(tmp_path):
                                          r"\(in the grid's fixed settings\)"):
         run(Grid(L=2, gamma=1.0, seed=0, steps=10, **dict(TINY, width=0)), "mlp",
             tmp_path / "b.jsonl", progress=False)
+
+
+def test_walker_offset_is_a_walkers_setting(tmp_path):
+    # walker_offset was in every walkers record but refused as a setting
+    from fastsd.walkers import simulate, summary
+
+    grid = Grid(L=[4], batch_size=16, n_iters=5, n_walkers=4, walker_offset=[0, 4])
+    records = run(grid, "walkers", tmp_path / "w.jsonl", "serial", progress=False)
+    whole = simulate(4, 16, 5, n_walkers=8, seed=0, backend="numpy").alignment()
+    for r in records:
+        off = r["walker_offset"]
+        assert r["alignment"] == summary(whole[off:off + 4])["mean"]

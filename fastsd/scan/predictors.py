@@ -243,7 +243,7 @@ class WalkersPredictor(Predictor):
 
     name = "walkers"
     required = ("L", "batch_size", "n_iters")
-    defaults = {"readout": 1, "n_walkers": 100, "seed": 0}
+    defaults = {"readout": 1, "n_walkers": 100, "seed": 0, "walker_offset": 0}
 
     def validate(self, settings):
         from ..walkers.process import check_settings

@@ -74,6 +74,8 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         that forks is refused once this process has run Numba's OpenMP
         threads (its workers would die); give it a "spawn" context.
     backend : {"auto", "numpy", "cpu", "cuda"}
+        As in ``fastsd.train``. The closed forms ("theory", "bayes") always
+        run in NumPy, and their records say so.
     dtype : {None, "float32", "float64"}
         As in ``fastsd.train``; None is the backend's default.
     threads : int, optional
