@@ -92,38 +92,75 @@ class ResultStore:
         with open(self.grid_path, encoding="utf-8") as fh:
             return json.load(fh)
 
-    def bind(self, signature):
-        """Bind the store to a grid signature, or check that it is bound to this one.
+    def bind(self, signature, defaults=None):
+        """Bind the store to a grid signature, or extend the grid it is bound to.
+
+        A setting left out of a signature's fixed settings (and not one of its
+        axes) takes its value in ``defaults``, in the stored signature as in
+        ``signature``: stating a default is the same as leaving it out. The
+        grid is accepted when it has the stored predictor and every setting
+        fixed in both grids has the same value; a setting that is an axis of
+        either grid may differ. The store is then bound (the sidecar
+        ``grid_path`` rewritten atomically) to the union of both grids: the
+        stored axes, then this grid's new axes in its order, and the settings
+        fixed in both.
 
         Parameters
         ----------
         signature : dict
-            JSON-ready, e.g. ``fastsd.scan.Grid.signature(predictor)``.
+            JSON-ready ``predictor``, ``fixed`` and ``axes`` (a list of names
+            in the grid's order), e.g. ``fastsd.scan.Grid.signature(predictor)``.
+        defaults : dict, optional
+            The predictor's default settings, e.g.
+            ``fastsd.scan.get_predictor("mlp").defaults``.
 
         Raises
         ------
         ValueError
-            When the store already belongs to a grid with another signature;
-            the message names the first difference.
+            When the store belongs to a grid with another predictor, or with a
+            fixed setting of another value; the message names the first
+            difference and how to fix it.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> store = ResultStore(os.path.join(tempfile.mkdtemp(), "scan.jsonl"))
+        >>> store.bind({"predictor": "mlp", "fixed": {"seed": 0}, "axes": ["L"]})
+        >>> store.bind({"predictor": "mlp", "fixed": {}, "axes": ["L", "seed"]})
+        >>> store.grid_signature()
+        {'axes': ['L', 'seed'], 'fixed': {}, 'predictor': 'mlp'}
         """
-        signature = json.loads(json.dumps(signature, sort_keys=True))
+        defaults = _json_ready(defaults or {})
+        signature = _with_defaults(_json_ready(signature), defaults)
         bound = self.grid_signature()
-        if bound is None:
-            folder = os.path.dirname(self.path)
-            if folder:
-                os.makedirs(folder, exist_ok=True)
-            tmp = f"{self.grid_path}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(signature, fh, sort_keys=True, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.grid_path)
-            return
-        if bound != signature:
-            diff = _first_difference(bound, signature)
-            raise ValueError(f"`store` {self.path} belongs to a different grid ({diff}); use "
-                             "another store path for this grid, or delete the store and "
+        if bound is not None:
+            signature = self._union(_with_defaults(bound, defaults), signature)
+        if signature != bound:
+            self._write_grid(signature)
+
+    def _union(self, bound, new):
+        """Return the signature of both grids' cells, or raise naming the first conflict."""
+        conflict = _first_conflict(bound, new)
+        if conflict is not None:
+            diff, fix = conflict
+            raise ValueError(f"`store` {self.path} belongs to a different grid ({diff}); {fix}"
+                             "use another store path for this grid, or delete the store and "
                              f"{self.grid_path} to start over.")
+        axes = bound["axes"] + [a for a in new["axes"] if a not in bound["axes"]]
+        fixed = {k: v for k, v in bound["fixed"].items() if k in new["fixed"]}
+        return {"predictor": bound["predictor"], "fixed": fixed, "axes": axes}
+
+    def _write_grid(self, signature):
+        """Write ``signature`` to ``grid_path`` atomically (a temporary file, then a rename)."""
+        folder = os.path.dirname(self.path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        tmp = f"{self.grid_path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(signature, fh, sort_keys=True, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.grid_path)
 
     def load(self):
         """Return the stored records, in the order they were written.
@@ -164,13 +201,32 @@ class ResultStore:
         return {r["key"] for r in self.load() if "key" in r}
 
 
-def _first_difference(bound, new):
-    for part in ("predictor", "axes"):
-        if bound.get(part) != new.get(part):
-            return f"{part}: stored {bound.get(part)!r}, this grid {new.get(part)!r}"
-    old, cur = bound.get("fixed", {}), new.get("fixed", {})
-    for name in sorted(set(old) | set(cur)):
-        if old.get(name, "<unset>") != cur.get(name, "<unset>"):
-            return (f"fixed setting `{name}`: stored {old.get(name, '<unset>')!r}, this grid "
-                    f"{cur.get(name, '<unset>')!r}")
-    return "signature differs"
+def _json_ready(value):
+    """Return ``value`` as JSON gives it back (tuples as lists, keys sorted)."""
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+def _with_defaults(signature, defaults):
+    """Return ``signature`` with ``defaults`` filled into its fixed settings, axes excepted."""
+    filled = {k: v for k, v in defaults.items() if k not in signature["axes"]}
+    return {**signature, "fixed": {**filled, **signature["fixed"]}}
+
+
+def _first_conflict(bound, new):
+    """Return ``(difference, fix)`` for the first conflict of two signatures, or None.
+
+    The predictors must be equal, and so must the settings fixed in both; a
+    setting that is an axis of either grid may differ.
+    """
+    if bound["predictor"] != new["predictor"]:
+        return f"predictor: stored {bound['predictor']!r}, this grid {new['predictor']!r}", ""
+    old, cur = bound["fixed"], new["fixed"]
+    for name in sorted((set(old) | set(cur)) - set(bound["axes"]) - set(new["axes"])):
+        stored, given = old.get(name, "<unset>"), cur.get(name, "<unset>")
+        if stored != given:
+            diff = f"fixed setting `{name}`: stored {stored!r}, this grid {given!r}"
+            if name not in cur:
+                return diff, f"give `{name}` as the store's grid does ({name}={stored!r}); or "
+            return diff, (f"to add cells with this `{name}` to the store, make it an axis: "
+                          f"{name}=[{given!r}]; or ")
+    return None

@@ -88,8 +88,8 @@ def test_a_store_of_another_grid_is_refused_but_axes_may_grow(tmp_path):
         run(other, "mlp", path, "serial", progress=False)
     with pytest.raises(ValueError, match=r"different grid \(predictor: stored 'mlp'"):
         run(Grid(L=[2]), "theory", path, "serial", progress=False)
-    with pytest.raises(ValueError, match=r"different grid \(axes"):
-        run(Grid(L=2, gamma=[1.0], seed=[0], steps=10, **TINY), "mlp", path, "serial")
+    # an axis of the store may be fixed in a later grid: its cells are already there
+    assert run(Grid(L=2, gamma=[1.0], seed=[0], steps=10, **TINY), "mlp", path, "serial") == []
 
 
 def test_other_bad_arguments(tmp_path):
@@ -355,3 +355,55 @@ def test_walker_offset_is_a_walkers_setting(tmp_path):
     for r in records:
         off = r["walker_offset"]
         assert r["alignment"] == summary(whole[off:off + 4])["mean"]
+
+
+def test_stating_a_default_is_the_same_grid_and_a_new_value_needs_an_axis(tmp_path):
+    path = tmp_path / "s.jsonl"
+    grid = dict(L=[2, 3], gamma=1.0, seed=0, steps=10, **TINY)
+    assert len(run(Grid(**grid), "mlp", path, "serial", backend="numpy", progress=False)) == 2
+    for default in (0.0, 0):
+        assert run(Grid(**grid, sigma2=default), "mlp", path, "serial", progress=False) == []
+    with pytest.raises(ValueError, match=r"different grid \(fixed setting `sigma2`: stored "
+                                         r"0\.0, this grid 0\.5\); to add cells with this "
+                                         r"`sigma2` to the store, make it an axis: "
+                                         r"sigma2=\[0\.5\]"):
+        run(Grid(**grid, sigma2=0.5), "mlp", path, "serial", progress=False)
+    added = run(Grid(**grid, sigma2=[0.5]), "mlp", path, "serial", backend="numpy",
+                progress=False)
+    assert sorted((r["L"], r["sigma2"]) for r in added) == [(2, 0.5), (3, 0.5)]
+    ds = load(path, xarray=True)
+    assert ds["best_test_accuracy"].dims == ("L", "sigma2")
+    assert list(ds["sigma2"].values) == [0.0, 0.5]
+    assert not ds["best_test_accuracy"].isnull().any()
+
+
+def test_load_sorts_coordinates_and_keeps_the_grid_order_of_axes(tmp_path):
+    from fastsd.theory import rich_test_accuracy
+
+    run(Grid(L=[16, 3, 2, 8, 4]), "theory", tmp_path / "t.jsonl", "serial", progress=False)
+    ds = load(tmp_path / "t.jsonl", xarray=True)
+    assert list(ds["L"].values) == [2, 3, 4, 8, 16]
+    assert list(ds["test_accuracy"].values) == [float(rich_test_accuracy(L))
+                                                for L in (2, 3, 4, 8, 16)]
+    grid = Grid(seed=[1, 0], L=[3, 2], gamma=1.0, steps=10, **TINY)
+    run(grid, "mlp", tmp_path / "m.jsonl", "serial", backend="numpy", progress=False)
+    ds = load(tmp_path / "m.jsonl", xarray=True)
+    assert ds["best_test_accuracy"].dims == ("seed", "L")
+    assert list(ds["seed"].values) == [0, 1] and list(ds["L"].values) == [2, 3]
+    frame = load(tmp_path / "m.jsonl").set_index(["seed", "L"])
+    for seed, L in [(0, 2), (1, 3)]:
+        assert float(ds["best_test_accuracy"].sel(seed=seed, L=L)) == \
+            frame.loc[(seed, L), "best_test_accuracy"]
+
+
+def test_a_fixed_lazy_gamma_turned_axis_stays_the_coordinate_zero(tmp_path):
+    path = tmp_path / "s.jsonl"
+    grid = dict(L=[2], d=[8, 32], seed=0, width=16, steps=10, eval_every=10, n_test=64)
+    run(Grid(**grid, gamma="lazy"), "mlp", path, "serial", backend="numpy", progress=False)
+    added = run(Grid(**grid, gamma=["lazy", 1.0]), "mlp", path, "serial", backend="numpy",
+                progress=False)
+    assert [r["coords"]["gamma"] for r in added] == [1.0, 1.0]
+    ds = load(path, xarray=True)
+    assert ds["best_test_accuracy"].dims == ("L", "d", "gamma")
+    assert list(ds["gamma"].values) == [0.0, 1.0] and list(ds["d"].values) == [8, 32]
+    assert not ds["best_test_accuracy"].isnull().any()

@@ -103,3 +103,78 @@ def test_load_frame_and_xarray(tmp_path):
         bare = ResultStore(tmp_path / "bare.jsonl")
         bare.write({"key": "a", "acc": 0.5})
         load(bare, xarray=True)
+
+
+MLP_DEFAULTS = fastsd.scan.get_predictor("mlp").defaults
+FIXED = dict(d=8, width=16, steps=10, eval_every=10, n_test=64)
+
+
+def _sidecar(store):
+    return json.loads(open(store.grid_path, encoding="utf-8").read())
+
+
+def test_bind_fills_defaults_and_extends_the_sidecar_to_the_union(tmp_path):
+    store = ResultStore(tmp_path / "r.jsonl")
+    store.bind({"predictor": "mlp", "fixed": {"seed": 0, **FIXED}, "axes": ["gamma", "L"]},
+               MLP_DEFAULTS)
+    first = _sidecar(store)
+    assert first["fixed"] == {**MLP_DEFAULTS, "seed": 0, **FIXED}
+    # an explicit default, a fixed setting turned axis, a new axis, axes in another order
+    store.bind({"predictor": "mlp", "fixed": {**FIXED, "sigma2": 0.0},
+                "axes": ["L", "root_d", "seed", "gamma"]}, MLP_DEFAULTS)
+    union = _sidecar(store)
+    assert union["axes"] == ["gamma", "L", "root_d", "seed"]
+    assert union["fixed"] == {k: v for k, v in first["fixed"].items()
+                              if k not in ("seed", "root_d")}
+    assert not list(tmp_path.glob("*.tmp"))               # written through a renamed temp file
+
+
+def test_bind_refuses_real_conflicts_and_leaves_the_sidecar_alone(tmp_path):
+    store = ResultStore(tmp_path / "r.jsonl")
+    store.bind({"predictor": "mlp", "fixed": {"seed": 0, **FIXED}, "axes": ["L"]},
+               MLP_DEFAULTS)
+    before = open(store.grid_path).read()
+    with pytest.raises(ValueError, match=r"`store` .*r\.jsonl belongs to a different grid "
+                                         r"\(fixed setting `sigma2`: stored 0\.0, this grid "
+                                         r"0\.5\); to add cells with this `sigma2` to the "
+                                         r"store, make it an axis: sigma2=\[0\.5\]; or use "
+                                         r"another store path"):
+        store.bind({"predictor": "mlp", "fixed": {"seed": 0, **FIXED, "sigma2": 0.5},
+                    "axes": ["L"]}, MLP_DEFAULTS)
+    with pytest.raises(ValueError, match=r"different grid \(predictor: stored 'mlp', this "
+                                         r"grid 'theory'\); use another store path"):
+        store.bind({"predictor": "theory", "fixed": {}, "axes": ["L"]})
+    assert open(store.grid_path).read() == before
+
+
+def test_a_store_with_a_fixed_seed_extended_by_seeds_equals_the_union_grid(tmp_path):
+    xr = pytest.importorskip("xarray")
+    extended, union = ResultStore(tmp_path / "ext.jsonl"), ResultStore(tmp_path / "all.jsonl")
+    kw = dict(L=[3, 2], gamma=[1.0, "lazy"], **FIXED)
+    first = run(Grid(**kw, seed=0), "mlp", extended, "serial", backend="numpy", progress=False)
+    more = run(Grid(**kw, seed=[1, 0]), "mlp", extended, "serial", backend="numpy",
+               progress=False)
+    assert len(first) == len(more) == 4 and {r["seed"] for r in more} == {1}
+    assert all("seed" not in r["coords"] for r in first)
+    run(Grid(**kw, seed=[1, 0]), "mlp", union, "serial", backend="numpy", progress=False)
+    ds = load(extended, xarray=True).drop_vars("wall_time")
+    assert ds["best_test_accuracy"].dims == ("L", "gamma", "seed")
+    assert [list(ds[a].values) for a in ("L", "gamma", "seed")] == [[2, 3], [0.0, 1.0], [0, 1]]
+    xr.testing.assert_identical(ds, load(union, xarray=True).drop_vars("wall_time"))
+
+
+def test_a_sidecar_of_the_previous_version_is_still_accepted(tmp_path):
+    store = ResultStore(tmp_path / "r.jsonl")
+    kw = dict(L=[3, 2], gamma=[1.0], **FIXED)
+    run(Grid(**kw, seed=0), "mlp", store, "serial", backend="numpy", progress=False)
+    # what the previous version wrote: the settings as given, the axes sorted
+    with open(store.grid_path, "w") as fh:
+        json.dump({"predictor": "mlp", "fixed": {"seed": 0, **FIXED}, "axes": ["L", "gamma"]},
+                  fh)
+    again = Grid(gamma=[1.0], L=[3, 2], seed=0, sigma2=0.0, **FIXED)
+    assert run(again, "mlp", store, "serial", backend="numpy", progress=False) == []
+    assert _sidecar(store)["axes"] == ["L", "gamma"]
+    assert _sidecar(store)["fixed"] == {**MLP_DEFAULTS, "seed": 0, **FIXED}
+    assert len(run(Grid(**kw, seed=[0, 1]), "mlp", store, "serial", backend="numpy",
+                   progress=False)) == 2
+    assert load(store, xarray=True)["best_test_accuracy"].shape == (2, 1, 2)

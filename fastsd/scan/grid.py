@@ -125,9 +125,25 @@ class Grid:
     def signature(self, predictor):
         """Return what identifies the grid's store: predictor, fixed settings and axis names.
 
-        Two grids with the same signature may share a store (one may extend the
-        other's axes, e.g. with more seeds); a store bound to another
-        signature is refused by ``fastsd.scan.run``.
+        Parameters
+        ----------
+        predictor : str
+            The predictor's name, e.g. "mlp".
+
+        Returns
+        -------
+        dict
+            ``predictor``; ``fixed``, the fixed settings as given (the store
+            fills in the predictor's defaults, see ``fastsd.ResultStore.bind``);
+            ``axes``, the axis names in the grid's order (the order of the
+            dimensions of ``fastsd.scan.load(..., xarray=True)``).
+
+        Notes
+        -----
+        Two grids may share a store when they have the same predictor and
+        every setting fixed in both has the same value; an axis of either grid
+        may take any values (e.g. ``seed=0`` first, then ``seed=[0, 1]`` adds
+        the seed 1). Another grid is refused by ``fastsd.scan.run``.
         """
         return {"predictor": predictor, "fixed": dict(sorted(self.fixed.items())),
-                "axes": sorted(self.axes)}
+                "axes": list(self.axes)}

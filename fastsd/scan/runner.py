@@ -63,8 +63,11 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         one's settings.
     store : str, os.PathLike or fastsd.ResultStore
         JSON Lines file of the records. It is bound to the grid's signature
-        (predictor, fixed settings, axis names) in a ``.grid.json`` file next
-        to it; a grid with the same signature may extend the axes.
+        (predictor, fixed settings with the predictor's defaults, axis names)
+        in a ``.grid.json`` file next to it. A later grid of the same
+        predictor may add axis values and turn fixed settings into axes (the
+        signature becomes the union); a setting fixed in both must keep its
+        value.
     executor : None, "serial", concurrent.futures.Executor or distributed.Client
         None (default): local processes, at most one per core, each limited
         to cores // workers threads; when the groups run on "cuda" (asked
@@ -145,7 +148,7 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                           f"computed once", RuntimeWarning, stacklevel=2)
             continue
         cells[key] = (coords, prepared)
-    store.bind(grid.signature(pred.name))
+    store.bind(grid.signature(pred.name), pred.defaults)
 
     done = store.done_keys()
     groups = {}
@@ -209,10 +212,14 @@ def load(store, *, xarray=False):
     ----------
     store : str, os.PathLike or fastsd.ResultStore
     xarray : bool, default False
-        Return an ``xarray.Dataset`` whose dimensions are the grid's axes and
-        whose variables are the numeric results (fixed settings go to
-        ``attrs``). On the gamma axis, the lazy gamma ("lazy",
-        1e-5/sqrt(d)) is the coordinate 0.0.
+        Return an ``xarray.Dataset`` whose dimensions are the grid's axes, in
+        the grid's order, with coordinates sorted ascending, and whose
+        variables are the numeric results (fixed settings go to ``attrs``;
+        those left to None, resolved per cell like ``task_seed``, stay
+        variables).
+        A cell stored while an axis was still a fixed setting (before the
+        grid was extended) has that setting as its coordinate. On the gamma
+        axis, the lazy gamma ("lazy", 1e-5/sqrt(d)) is the coordinate 0.0.
 
     Returns
     -------
@@ -253,13 +260,27 @@ def load(store, *, xarray=False):
                          "fastsd.scan.run) to load as xarray; it has no .grid.json.")
     axes = signature["axes"]
     variables = [c for c in frame.columns if c not in _META and c not in axes
-                 and c not in signature["fixed"]
+                 and signature["fixed"].get(c) is None      # None: resolved per cell
                  and frame[c].map(lambda v: isinstance(v, (int, float, bool))).all()]
     table = frame[variables].copy()
     for axis in axes:
-        table[axis] = [0.0 if (axis == "gamma" and c[axis] == "lazy") else c[axis]
-                       for c in frame["coords"]]
-    ds = table.set_index(axes).to_xarray()
+        table[axis] = [_coordinate(axis, coords, settings)
+                       for coords, settings in zip(frame["coords"], frame["settings"])]
+    ds = table.set_index(axes).to_xarray().sortby(axes)
     ds.attrs.update({k: v for k, v in signature["fixed"].items() if v is not None},
                     predictor=signature["predictor"])
     return ds
+
+
+def _coordinate(axis, coords, settings):
+    """Return a record's coordinate on ``axis``, from its ``coords`` and ``settings``.
+
+    A cell written while ``axis`` was a fixed setting has no coordinate on
+    it; its setting is the coordinate. On the gamma axis the numeric setting
+    is used, so that the lazy gamma is 0.0 (``gamma_group``) either way.
+    """
+    from .cells import gamma_group
+
+    if axis == "gamma":
+        return gamma_group(settings["gamma"], settings.get("d", 1))
+    return coords.get(axis, settings[axis])
