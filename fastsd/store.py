@@ -22,6 +22,12 @@ class ResultStore:
     path : str or os.PathLike
         The ``.jsonl`` file. Its folder is created on the first write.
 
+    Raises
+    ------
+    ValueError
+        When ``path`` names a folder (an existing one, or ends in a
+        separator).
+
     Examples
     --------
     >>> import os, tempfile
@@ -33,6 +39,9 @@ class ResultStore:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        if os.path.isdir(self.path) or self.path.endswith((os.sep, "/")):
+            raise ValueError(f"`path` of a store must name a file, e.g. 'results/scan.jsonl'; "
+                             f"got {self.path!r}, which is a folder.")
 
     def __repr__(self):
         return f"ResultStore({self.path!r})"
@@ -153,14 +162,18 @@ class ResultStore:
     def _write_grid(self, signature):
         """Write ``signature`` to ``grid_path`` atomically (a temporary file, then a rename)."""
         folder = os.path.dirname(self.path)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
         tmp = f"{self.grid_path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(signature, fh, sort_keys=True, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.grid_path)
+        try:
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(signature, fh, sort_keys=True, indent=1)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.grid_path)
+        except OSError as exc:
+            raise OSError(exc.errno, f"the store {self.path} cannot be written there "
+                                     f"({exc.strerror or exc}); choose a writable folder") from None
 
     def load(self):
         """Return the stored records, in the order they were written.

@@ -1,5 +1,6 @@
 """The resumable JSON Lines store and the resumable grid runner."""
 import json
+import os
 
 import pytest
 
@@ -178,3 +179,16 @@ def test_a_sidecar_of_the_previous_version_is_still_accepted(tmp_path):
     assert len(run(Grid(**kw, seed=[0, 1]), "mlp", store, "serial", backend="numpy",
                    progress=False)) == 2
     assert load(store, xarray=True)["best_test_accuracy"].shape == (2, 1, 2)
+
+
+def test_a_folder_or_an_unwritable_place_is_refused_with_the_stores_name(tmp_path):
+    # a folder used to give a raw IsADirectoryError after a stray sidecar was written
+    for path in (tmp_path, f"{tmp_path}/sub/"):
+        with pytest.raises(ValueError, match=r"`path` of a store must name a file.*folder"):
+            ResultStore(path)
+    assert os.listdir(tmp_path) == []
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    store = ResultStore(blocker / "scan.jsonl")       # its folder would be a file
+    with pytest.raises(OSError, match=r"the store .*scan.jsonl cannot be written there"):
+        store.bind({"predictor": "theory", "fixed": {}, "axes": ["L"]})
