@@ -24,7 +24,7 @@ import math
 import numba
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastsd import SameDifferent, train, train_ensemble
@@ -81,8 +81,14 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
 
 
 def allowed_flips(f_ref, margin):
-    """Decisions that may differ: reference logits with 0 < |f| <= margin."""
-    return int(np.sum((np.abs(f_ref) <= margin) & (f_ref != 0)))
+    """Decisions that may differ: reference logits with |f| <= margin.
+
+    An exact 0 counts too: the float64 reference forms f(theta) - f(theta0)
+    and cancels a logit below ~1e-16 of its terms to 0, while the engines,
+    which form the difference exactly, keep its sign (seed 9922 below: the
+    true logit 1.1e-19 > 0 is 0 in the reference).
+    """
+    return int(np.sum(np.abs(f_ref) <= margin))
 
 
 def check_against_reference(r, R, dtype, label=""):
@@ -119,7 +125,10 @@ def check_against_reference(r, R, dtype, label=""):
         correct_ref = np.sum((wd["f"] > 0) == (wd["y"] > 0.5))
         margin = tol["margin"] * np.abs(wd["f"]).max()
         flips = abs(round(h["train_accuracy"][j] * n * B) - correct_ref)
-        assert flips <= allowed_flips(wd["f"], margin), (label, j, flips)
+        # the first step sees the initial model, f = 0 exactly everywhere: no slack there
+        untouched = wd["f"][0] if j == 0 else np.empty(0)
+        allowed = allowed_flips(wd["f"], margin) - allowed_flips(untouched, margin)
+        assert flips <= allowed, (label, j, flips)
         nt = wd["ft"].shape[0]
         correct_t = np.sum((wd["ft"] > 0) == (wd["yt"] > 0.5))
         margin_t = tol["margin"] * np.abs(wd["ft"]).max()
@@ -174,6 +183,7 @@ def test_backends_match_reference_float64(d, L, width, batch_size, gamma, sigma2
 
 @settings(max_examples=25, deadline=None)
 @given(**backend_cases)
+@example(d=2, L=2, width=4, batch_size=8, gamma="lazy", sigma2=0.0, seed=9922, eval_every=30)
 def test_backends_match_reference_float32(d, L, width, batch_size, gamma, sigma2, seed,
                                           eval_every):
     run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, "float32")
