@@ -7,7 +7,8 @@ operations, so that ``train`` and ``train_ensemble`` need not know the path:
     advance every model by n SGD steps; returns per-step mean loss and
     accuracy, shape (M, n) each.
 ``outputs(X, sources=None)``
-    centered outputs f~ at inputs X (M, n, p) -> (M, n), float64; models
+    centered outputs f~ at inputs X (M, n, p), or a sequence of M (n, p)
+    arrays, -> (M, n), float64; models
     with equal ``sources`` entries have identical inputs (a hint for sharing).
 ``params()``
     (initial, final) lists of ``Params`` in float64.
@@ -47,6 +48,15 @@ def _first_equal(arrays):
     """For each array, the index of the first array with the same bytes."""
     digests = [hashlib.blake2b(a.tobytes(), digest_size=16).digest() for a in arrays]
     return [digests.index(h) for h in digests]
+
+
+def _per_model(X, dtype):
+    """Model k's inputs ``X[k]`` in ``dtype``: an (M, n, p) array, or a sequence of M (n, p)
+    arrays in which a repeated array (models sharing inputs) is converted once."""
+    if isinstance(X, np.ndarray):
+        return np.asarray(X, dtype=dtype)
+    converted = {}
+    return [converted.setdefault(id(x), np.asarray(x, dtype=dtype)) for x in X]
 
 
 def _stack(arrays, dtype):
@@ -105,16 +115,16 @@ class _DisplacementEngine:
     def _displacement_preactivations(self, X, sources):
         """X dw^T per model."""
         dwT = self._dwT()
-        dh = np.empty(X.shape[:2] + dwT.shape[2:], dtype=X.dtype)
-        for k in range(X.shape[0]):
+        dh = np.empty((len(X), X[0].shape[0], dwT.shape[2]), dtype=self.dtype)
+        for k in range(len(X)):
             _gemm_into(dh[k], X[k], dwT[k])
         return dh
 
     def _initial_preactivations(self, X, sources):
         """X w0^T per model, computed once per distinct (inputs, w0) pair."""
-        h0 = np.empty(X.shape[:2] + self.w0T.shape[2:], dtype=X.dtype)
+        h0 = np.empty((len(X), X[0].shape[0], self.w0T.shape[2]), dtype=self.dtype)
         done = {}
-        for k in range(X.shape[0]):
+        for k in range(len(X)):
             key = k if sources is None else (sources[k], self.w0_source[k])
             if key in done:
                 h0[k] = h0[done[key]]
@@ -124,17 +134,17 @@ class _DisplacementEngine:
         return h0
 
     def outputs(self, X, sources=None):
-        """Centered outputs at X (M, n, p) -> (M, n).
+        """Centered outputs at X (M, n, p), or a sequence of M (n, p) arrays -> (M, n).
 
         ``sources[k]`` names model k's input set: models with equal sources
         have identical ``X[k]``, and those that also share w0 share X w0^T.
         """
         from . import _cpu
-        X = np.asarray(X, dtype=self.dtype)
+        X = _per_model(X, self.dtype)
         with np.errstate(invalid="ignore", over="ignore"):   # divergence is reported
             h0 = self._initial_preactivations(X, sources)    # through TrainResult.diverged
             dh = self._displacement_preactivations(X, sources)
-        out = np.empty(X.shape[:2])
+        out = np.empty((len(X), X[0].shape[0]))
         _cpu.centered_output(h0, dh, self.a0, self.da, self.scales, out)
         return out
 
@@ -229,15 +239,15 @@ class SymbolEngine(_DisplacementEngine):
         m = self.C1.shape[2]
         if L * (d + m) >= d * m:
             return super()._displacement_preactivations(X, sources)
-        basis = np.zeros((2 * d, 2 * L), dtype=X.dtype)
-        C = np.empty((2 * L, m), dtype=X.dtype)
-        dh = np.empty(X.shape[:2] + (m,), dtype=X.dtype)
+        basis = np.zeros((2 * d, 2 * L), dtype=self.dtype)
+        C = np.empty((2 * L, m), dtype=self.dtype)
+        dh = np.empty((M, X[0].shape[0], m), dtype=self.dtype)
         coords = {}
         for k in range(M):
             key = k if sources is None else (sources[k], self.S_source[k])
             if key not in coords:
                 basis[:d, :L] = basis[d:, L:] = self.S[k].T
-                coords[key] = np.empty((X.shape[1], 2 * L), dtype=X.dtype)
+                coords[key] = np.empty((X[k].shape[0], 2 * L), dtype=self.dtype)
                 _gemm_into(coords[key], X[k], basis)
             C[:L], C[L:] = self.C1[k], self.C2[k]
             _gemm_into(dh[k], coords[key], C)

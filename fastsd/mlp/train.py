@@ -348,7 +348,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         tests = [tests[test_source[k]] for k in range(M)]
         test_acc = np.empty(M)
         for idx, eng in engines:
-            f = eng.outputs(np.stack([tests[k][0] for k in idx]),
+            f = eng.outputs([tests[k][0] for k in idx],
                             sources=[test_source[k] for k in idx])
             test_acc[idx] = [np.mean((fk > 0) == (tests[k][1] > 0.5)) for fk, k in zip(f, idx)]
         hist["step"].append(np.full(M, t))
