@@ -276,6 +276,15 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
+def _option_spelling(message, parser):
+    """``message`` with each `parameter` the command has as an option spelled `--the-option`."""
+    for action in parser._actions:
+        long = [o for o in action.option_strings if o.startswith("--")]
+        if long:
+            message = message.replace(f"`{action.dest}`", f"`{long[0]}`")
+    return message
+
+
 def main(argv=None):
     """Run the ``fastsd`` command; return its exit status.
 
@@ -301,11 +310,11 @@ def main(argv=None):
             warnings.showwarning = _show_warning
             args.func(args)
     except (ValueError, TypeError, BackendUnavailableError, OSError, ScanError) as exc:
-        print(f"fastsd: error: {exc}", file=sys.stderr)
+        print(f"fastsd: error: {_option_spelling(str(exc), args._parser)}", file=sys.stderr)
         return 1
     except MemoryError:
-        print("fastsd: error: out of memory; use smaller d, L, width, batch_size or n_test",
-              file=sys.stderr)
+        print("fastsd: error: out of memory; use smaller --d, --L, --width, --batch-size or "
+              "--n-test", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         note = (" (finished cells are saved; rerun to resume)"

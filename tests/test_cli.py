@@ -36,8 +36,9 @@ def test_train_json_prints_one_record():
                               n_test=64).key
 
 
-@pytest.mark.parametrize("bad, name", [(["--L", "1"], "`L`"), (["--gamma", "-1"], "`gamma`"),
-                                       (["--path", "sideways"], "`path`")])
+@pytest.mark.parametrize("bad, name", [(["--L", "1"], "`--L`"), (["--gamma", "-1"], "`--gamma`"),
+                                       (["--path", "sideways"], "`--path`"),
+                                       (["--batch-size", "0"], "`--batch-size`")])
 def test_bad_values_exit_1_with_the_parameter_name(bad, name):
     args = list(TINY)
     if bad[0] in args:
@@ -154,7 +155,7 @@ def test_walkers_command_table_json_and_bad_input(capsys):
     assert main(["walkers", "--L", "4", "--n-iters", "3", "--n-walkers", "4"]) == 0
     assert "mu mixed" in capsys.readouterr().out
     assert main(["walkers", "--readout", "0"]) == 1
-    assert "`readout` must be +1 or -1; got 0" in capsys.readouterr().err
+    assert "`--readout` must be +1 or -1; got 0" in capsys.readouterr().err
 
 
 def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
@@ -243,7 +244,7 @@ def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
 def test_reproduce_rejects_a_bad_backend_and_an_unusable_out(tmp_path, capsys):
     assert main(["reproduce", "figC1", "--quick", "--backend", "gpu",
                  "--out", str(tmp_path)]) == 1
-    assert "`backend` must be one of" in capsys.readouterr().err
+    assert "`--backend` must be one of" in capsys.readouterr().err
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert main(["reproduce", "figC1", "--quick", "--out", str(blocker)]) == 1
