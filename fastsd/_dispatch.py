@@ -53,13 +53,14 @@ def cuda_unavailable_reason(needs_cupy=False):
     """Return why backend "cuda" cannot run here, or None when it can."""
     if not numba_cuda_available():
         return ("backend 'cuda' needs an NVIDIA GPU with a working driver and Numba-CUDA, and "
-                "none was found; fix: run on a GPU machine after `pip install fastsd[gpu]`, "
-                "or use backend='cpu'")
+                "none was found; fix: run on a GPU machine after `pip install -e '.[gpu]'` in "
+                "the fastsd checkout, or use backend='cpu'")
     if needs_cupy and not cupy_available():
         return ("backend 'cuda' needs CuPy and a GPU for its GEMMs, and "
                 + ("CuPy is not installed" if importlib.util.find_spec("cupy") is None
                    else "CuPy sees no GPU")
-                + "; fix: `pip install fastsd[gpu]` on a GPU machine, or use backend='cpu'")
+                + "; fix: `pip install -e '.[gpu]'` in the fastsd checkout on a GPU machine, "
+                  "or use backend='cpu'")
     return None
 
 

@@ -80,7 +80,7 @@ def _add_reproduce_parser(sub):
                        help="run in this process instead of local worker processes")
     where.add_argument("--dask", metavar="ADDRESS",
                        help="run on the Dask cluster whose scheduler is at ADDRESS "
-                            "(e.g. tcp://host:8786); needs fastsd[dist]")
+                            "(e.g. tcp://host:8786); needs the [dist] extra")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_reproduce)
@@ -228,7 +228,7 @@ def _executor(args):
             from distributed import Client
         except ImportError:
             raise ValueError("`--dask` needs Dask's distributed scheduler; fix: "
-                             "pip install fastsd[dist]") from None
+                             "pip install -e '.[dist]' in the fastsd checkout") from None
         try:
             return Client(args.dask, timeout="10s")
         except (ValueError, OSError, TimeoutError) as exc:

@@ -225,7 +225,7 @@ def test_device_batches_per_model_and_path():
 needs_cupy = pytest.mark.skipif(
     cuda_simulator() or cuda_unavailable_reason(needs_cupy=True) is not None,
     reason="needs CuPy and a GPU: run `NUMBA_ENABLE_CUDASIM=0 pytest tests/test_cuda.py` on a "
-           "GPU machine with `pip install fastsd[gpu]`")
+           "GPU machine with `pip install -e '.[gpu]'`")
 
 
 @needs_cupy

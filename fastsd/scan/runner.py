@@ -239,7 +239,8 @@ def load(store, *, xarray=False):
     try:
         import pandas as pd
     except ImportError as exc:
-        raise ImportError("fastsd.scan.load needs pandas; fix: pip install fastsd[analysis] "
+        raise ImportError("fastsd.scan.load needs pandas; fix: pip install -e '.[analysis]' "
+                          "in the fastsd checkout "
                           "(or use ResultStore(path).load() for a list of dicts)") from exc
     store = _as_store(store)
     if not os.path.exists(store.path):
@@ -253,7 +254,7 @@ def load(store, *, xarray=False):
         return frame
     if importlib.util.find_spec("xarray") is None:       # DataFrame.to_xarray needs it
         raise ImportError("fastsd.scan.load(..., xarray=True) needs xarray; fix: "
-                          "pip install fastsd[analysis]")
+                          "pip install -e '.[analysis]' in the fastsd checkout")
     signature = store.grid_signature()
     if signature is None:
         raise ValueError(f"`store` {store.path} must be bound to a grid (written by "
