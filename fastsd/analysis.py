@@ -26,8 +26,8 @@ def activation_change(result, x):
     Raises
     ------
     ValueError
-        When ``x`` has the wrong shape or contains NaN or inf, or when every
-        initial preactivation is zero.
+        When ``x`` is empty, has the wrong shape or contains NaN or inf, or
+        when every initial preactivation is zero.
     """
     return activation_changes([result], x)[0]
 
@@ -50,14 +50,28 @@ def activation_changes(results, x):
 
     Raises
     ------
+    TypeError
+        When ``results`` is not a list or tuple of TrainResult.
     ValueError
         As ``activation_change``.
     """
+    from .mlp.train import TrainResult
+
+    if not isinstance(results, (list, tuple)):
+        raise TypeError(f"`results` must be a list of TrainResult (use activation_change for "
+                        f"one); got {type(results).__name__}.")
+    for i, r in enumerate(results):
+        if not isinstance(r, TrainResult):
+            raise TypeError(f"`results` must be a list of TrainResult; got a "
+                            f"{type(r).__name__} at index {i}.")
     out = []
     initial = []        # (w0, mean |x w0^T|) per distinct w0
     for result in results:
         w0 = result.initial_params.w
         x = check_array("x", x, shape=(None, w0.shape[1]))
+        if x.shape[0] == 0:
+            raise ValueError("`x` must hold at least one input; got shape "
+                             f"{x.shape}.")
         mean0 = next((m for w, m in initial if w.shape == w0.shape and np.array_equal(w, w0)),
                      None)
         if mean0 is None:

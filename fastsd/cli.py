@@ -121,7 +121,9 @@ def _add_ntk_parser(sub):
     p.add_argument("--pairs", default="all",
                    help="'all' ordered pairs, or a number of sampled pairs (default all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the test sets (default 0)")
-    p.add_argument("--task-seed", type=int, default=0, help="seed of the symbols (default 0)")
+    p.add_argument("--task-seed", type=int, default=None,
+                   help="seed of the training symbols (default: derived from seed, L, d, as in "
+                        "`fastsd train` and the scans, so both see the same symbols)")
     p.add_argument("--n-test", type=int, default=4096, help="fresh test pairs (default 4096)")
     p.add_argument("--steps", type=int, default=25_000,
                    help="SGD steps' worth of flow time (default 25000)")
@@ -200,6 +202,7 @@ def _cmd_walkers(args):
 
 def _cmd_ntk(args):
     from .kernels import lazy_cell
+    from .scan.cells import resolve_task_seed
 
     pairs = args.pairs
     if pairs != "all":
@@ -207,7 +210,8 @@ def _cmd_ntk(args):
             pairs = int(pairs)
         except ValueError:
             raise ValueError(f"`--pairs` must be 'all' or an integer; got {pairs!r}.") from None
-    rec = lazy_cell(args.d, args.L, task_seed=args.task_seed, seed=args.seed,
+    task_seed = resolve_task_seed(args.task_seed, args.seed, args.L, args.d)
+    rec = lazy_cell(args.d, args.L, task_seed=task_seed, seed=args.seed,
                     method=args.method, pairs=pairs, n_test=args.n_test, steps=args.steps,
                     eval_every=args.eval_every, alpha0=args.alpha0, ridge=args.ridge,
                     solver=args.solver, backend=args.backend)
@@ -276,6 +280,11 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
+#: Options that size what a command allocates, for its out-of-memory advice.
+_SIZE_OPTIONS = ("--d", "--L", "--width", "--batch-size", "--n-test", "--n-walkers", "--n-iters",
+                 "--pairs")
+
+
 def _option_spelling(message, parser):
     """``message`` with each `parameter` the command has as an option spelled `--the-option`."""
     for action in parser._actions:
@@ -313,8 +322,9 @@ def main(argv=None):
         print(f"fastsd: error: {_option_spelling(str(exc), args._parser)}", file=sys.stderr)
         return 1
     except MemoryError:
-        print("fastsd: error: out of memory; use smaller --d, --L, --width, --batch-size or "
-              "--n-test", file=sys.stderr)
+        sizes = [o for o in _SIZE_OPTIONS if o in args._parser._option_string_actions]
+        advice = f"; use smaller {', '.join(sizes[:-1])} or {sizes[-1]}" if sizes else ""
+        print(f"fastsd: error: out of memory{advice}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
         note = (" (finished cells are saved; rerun to resume)"

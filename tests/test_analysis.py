@@ -63,3 +63,16 @@ def test_activation_changes_of_an_ensemble_equal_each_models_own():
     rs = train_ensemble(task, [1e-3, 0.3, 1.0, 1.0], [5, 5, 5, 6], **KW)
     from fastsd.analysis import activation_changes
     assert activation_changes(rs, x) == [activation_change(r, x) for r in rs]
+
+
+def test_activation_changes_refuse_bad_inputs_naming_them():
+    task = SameDifferent(d=8, L=4, seed=0)
+    r = train(task, 1.0, seed=1, **KW)
+    x, _ = task.sample_test(10, seed=3)
+    from fastsd.analysis import activation_changes
+    with pytest.raises(ValueError, match=r"`x` must hold at least one input"):
+        activation_change(r, x[:0])                 # used to return nan with warnings
+    with pytest.raises(TypeError, match=r"`results` must be a list of TrainResult.*TrainResult"):
+        activation_changes(r, x)
+    with pytest.raises(TypeError, match=r"got a str at index 1"):
+        activation_changes([r, "a"], x)

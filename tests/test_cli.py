@@ -306,3 +306,28 @@ def test_sigterm_stops_the_workers_keeps_the_store_and_exits_143(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("command, advice", [
+    (["walkers", "--L", "4"], "use smaller --L, --batch-size, --n-walkers or --n-iters"),
+    (["train", *TINY], "use smaller --d, --L, --width, --batch-size or --n-test")])
+def test_out_of_memory_advice_names_the_commands_own_options(command, advice, capsys,
+                                                             monkeypatch):
+    import fastsd.cli
+
+    def exhausted(args):
+        raise MemoryError
+    monkeypatch.setattr(fastsd.cli, "_cmd_walkers", exhausted)
+    monkeypatch.setattr(fastsd.cli, "_cmd_train", exhausted)
+    assert main(command) == 1
+    assert capsys.readouterr().err == f"fastsd: error: out of memory; {advice}\n"
+
+
+def test_ntk_uses_the_symbols_of_train_and_the_scans_by_default(capsys):
+    # it used to default to task seed 0, so `fastsd ntk` and `fastsd train` with the same
+    # d, L and seed compared the limit and the network on different symbols
+    from fastsd.scan.cells import derive_task_seed
+
+    assert main(["ntk", "--d", "8", "--L", "4", "--steps", "100", "--eval-every", "50",
+                 "--n-test", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["task_seed"] == derive_task_seed(0, 4, 8)

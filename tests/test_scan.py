@@ -407,3 +407,39 @@ def test_a_fixed_lazy_gamma_turned_axis_stays_the_coordinate_zero(tmp_path):
     assert ds["best_test_accuracy"].dims == ("L", "d", "gamma")
     assert list(ds["gamma"].values) == [0.0, 1.0] and list(ds["d"].values) == [8, 32]
     assert not ds["best_test_accuracy"].isnull().any()
+
+
+def test_lazy_limit_settings_are_checked_before_the_store_is_bound(tmp_path):
+    # alpha0, ridge and the pairs bound used to fail only in the worker, after the store
+    # had been bound to the bad grid, so the corrected rerun was refused
+    fixed = dict(d=8, L=[4], steps=100, eval_every=50, n_test=64)
+    store = tmp_path / "lz.jsonl"
+    for bad, match in ((dict(alpha0=-1.0), r"`alpha0` must be a finite number > 0"),
+                       (dict(ridge=-1.0), r"`ridge` must be"),
+                       (dict(pairs=1), r"`pairs` must be an integer >= 2"),
+                       (dict(pairs=17), r"`pairs` must be an integer <= 16; got 17")):
+        with pytest.raises(ValueError, match=match):
+            run(Grid(**fixed, **bad), "lazy_limit", store, "serial", progress=False)
+    assert not os.path.exists(f"{store}.grid.json")
+    assert len(run(Grid(**fixed, alpha0=0.1), "lazy_limit", store, "serial",
+                   progress=False)) == 1
+
+
+def test_a_scan_that_stored_nothing_leaves_no_binding(tmp_path, monkeypatch):
+    def broken(cells, **kwargs):
+        raise FloatingPointError("boom")
+
+    monkeypatch.setattr(fastsd.scan.predictors, "train_cells", broken)
+    store = tmp_path / "s.jsonl"
+    with pytest.raises(ScanError, match="boom"):
+        run(Grid(L=[2], gamma=[1.0], seed=[0], steps=10, **TINY), "mlp", store, "serial",
+            progress=False)
+    assert not os.path.exists(f"{store}.grid.json")
+
+
+def test_a_grid_too_large_to_hold_is_refused_at_once(tmp_path):
+    grid = Grid(gamma=list(range(1, 1001)), L=list(range(2, 1002)), seed=list(range(1000)),
+                steps=20, **TINY)
+    with pytest.raises(ValueError, match=r"`grid` must have at most 1,000,000 cells.*"
+                                         r"got 1,000,000,000"):
+        run(grid, "mlp", tmp_path / "s.jsonl", progress=False)

@@ -322,3 +322,14 @@ def test_seed_may_be_a_seed_sequence_or_a_generator():
     np.testing.assert_array_equal(a.final_params.w, c.final_params.w)
     r = train(TASK, 1.0, seed=np.random.default_rng(1), **kw)
     assert r.config["seed"] is None and np.all(np.isfinite(r.final_params.w))
+
+
+def test_train_names_itself_for_an_unknown_option_and_repr_is_short():
+    from fastsd import SameDifferent, train
+
+    task = SameDifferent(d=4, L=3, seed=0)
+    with pytest.raises(TypeError, match=r"train\(\) got an unexpected keyword argument 'foo'"):
+        train(task, 1.0, width=8, steps=5, seed=0, foo=1)
+    r = train(task, 1.0, width=8, steps=5, seed=0, eval_every=5, n_test=16)
+    assert repr(r).startswith("TrainResult(task='SameDifferent', d=4, L=3, gamma=1.0, width=8")
+    assert len(repr(r)) < 200

@@ -1,4 +1,5 @@
 """SGD training of centered ReLU MLPs on same-different tasks (Sec. 2, App. F-G)."""
+import inspect
 import math
 import time
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ DTYPES = ("float32", "float64")
 BATCHES = ("host", "device")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class TrainResult:
     """Outcome of one training run.
 
@@ -54,6 +55,13 @@ class TrainResult:
     config: dict = field(default_factory=dict)
     wall_time: float = 0.0
     diverged: bool = False
+
+    def __repr__(self):
+        c = self.config
+        shown = ", ".join(f"{k}={c[k]!r}" for k in ("task", "d", "L", "gamma", "width", "steps",
+                                                     "seed") if k in c)
+        return (f"TrainResult({shown}, best_test_accuracy={self.best_test_accuracy:.4f}, "
+                f"diverged={self.diverged})")
 
     def predict(self, x):
         """Centered outputs f~(x) of the trained model (App. F), in float64.
@@ -425,8 +433,17 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
     >>> 0.5 <= r.best_test_accuracy <= 1.0
     True
     """
+    unknown = sorted(set(kwargs) - _ENSEMBLE_OPTIONS)
+    if unknown:
+        raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}; valid: "
+                        f"{', '.join(sorted(_ENSEMBLE_OPTIONS))}.")
     for name, value in (("gamma", gamma), ("seed", seed), ("task", task)):
         if isinstance(value, (list, tuple, np.ndarray)):
             raise TypeError(f"`{name}` must be a single value in train (use train_ensemble "
                             f"for many); got {value!r}.")
     return train_ensemble(task, gamma, seed, width=width, steps=steps, **kwargs)[0]
+
+
+#: The keyword options ``train`` passes on to ``train_ensemble``.
+_ENSEMBLE_OPTIONS = {name for name, p in inspect.signature(train_ensemble).parameters.items()
+                     if p.kind is inspect.Parameter.KEYWORD_ONLY} - {"width", "steps"}

@@ -291,10 +291,13 @@ class LazyLimitPredictor(Predictor):
         s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
         check_choice("method", s["method"], ("logistic_flow", "regression", "logistic_sgd"))
         check_choice("solver", s["solver"], ("auto", "dense", "cg"))
-        if s["pairs"] != "all":
-            s["pairs"] = check_int("pairs", s["pairs"], 1)
+        if s["pairs"] != "all":     # as kernels.lazy_limit: 2 .. L^2 sampled pairs
+            s["pairs"] = check_int("pairs", s["pairs"], 2, s["L"] * s["L"])
         for name in ("n_test", "steps", "eval_every"):
             s[name] = check_int(name, s[name], 1)
+        if s["alpha0"] is not None:
+            s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)
+        s["ridge"] = check_float("ridge", s["ridge"], nonnegative=True)
         return s
 
     def run_group(self, group, backend="auto", dtype=None):

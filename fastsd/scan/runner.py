@@ -17,6 +17,10 @@ _META = ("key", "predictor", "coords", "settings", "history", "finished_at", "ve
          "backend", "dtype", "path", "task", "init")
 
 
+#: The largest grid ``run`` takes (a slip such as three 1000-value axes is 1e9 cells).
+MAX_CELLS = 1_000_000
+
+
 class ScanError(RuntimeError):
     """Some cells of a scan failed; the finished ones are in the store."""
 
@@ -123,6 +127,10 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
 
     if not isinstance(grid, Grid):
         raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
+    if len(grid) > MAX_CELLS:
+        raise ValueError(f"`grid` must have at most {MAX_CELLS:,} cells (each is validated and "
+                         f"kept in memory before anything runs); got {len(grid):,}. Split it "
+                         f"into several grids on the same store.")
     pred = get_predictor(predictor)
     check_choice("backend", backend, BACKENDS)
     check_choice("dtype", dtype, (None, "float32", "float64"))
@@ -148,6 +156,7 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                           f"computed once", RuntimeWarning, stacklevel=2)
             continue
         cells[key] = (coords, prepared)
+    fresh = store.grid_signature() is None
     store.bind(grid.signature(pred.name), pred.defaults)
 
     done = store.done_keys()
@@ -175,6 +184,8 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                     written.append(record)
             bar.update(len(groups[i]))
     if failed:
+        if fresh and not os.path.exists(store.path):    # nothing stored: leave no binding
+            os.remove(store.grid_path)
         n_failed = sum(len(g) for g, _ in failed)
         group, error = failed[0]
         raise ScanError(
