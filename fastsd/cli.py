@@ -18,6 +18,17 @@ from .scan import ScanError
 
 
 
+def _gamma(text):
+    """--gamma: a number, or "lazy" (as in scan grids)."""
+    if text == "lazy":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'lazy' (the paper's "
+                                         f"1e-5/sqrt(d)); got {text!r}") from None
+
+
 def _add_train_parser(sub):
     p = sub.add_parser(
         "train", help="train one MLP on the same-different task",
@@ -26,8 +37,9 @@ def _add_train_parser(sub):
     req = p.add_argument_group("required")
     req.add_argument("--d", type=int, required=True, help="symbol dimension d")
     req.add_argument("--L", type=int, required=True, help="number of training symbols L (>= 2)")
-    req.add_argument("--gamma", type=float, required=True,
-                     help="richness gamma > 0; the paper's lazy model is 1e-5/sqrt(d)")
+    req.add_argument("--gamma", type=_gamma, required=True,
+                     help="richness gamma > 0, or 'lazy' for the paper's lazy model, "
+                          "1e-5/sqrt(d)")
     req.add_argument("--width", type=int, required=True, help="hidden units m")
     req.add_argument("--steps", type=int, required=True, help="SGD steps")
     p.add_argument("--sigma2", type=float, default=0.0, help="input noise variance (default 0)")
@@ -155,10 +167,13 @@ def build_parser():
 
 
 def _cmd_train(args):
+    from ._validation import check_int
     from .scan import Cell, train_cells
+    from .scan.cells import lazy_gamma
     from .theory import rich_test_accuracy
 
-    cell = Cell(d=args.d, L=args.L, gamma=args.gamma, seed=args.seed, width=args.width,
+    gamma = lazy_gamma(check_int("d", args.d, 1)) if args.gamma == "lazy" else args.gamma
+    cell = Cell(d=args.d, L=args.L, gamma=gamma, seed=args.seed, width=args.width,
                 steps=args.steps, sigma2=args.sigma2, batch_size=args.batch_size,
                 eval_every=args.eval_every, n_test=args.n_test, alpha0=args.alpha0,
                 init=args.init, task_seed=args.task_seed)

@@ -331,3 +331,14 @@ def test_ntk_uses_the_symbols_of_train_and_the_scans_by_default(capsys):
     assert main(["ntk", "--d", "8", "--L", "4", "--steps", "100", "--eval-every", "50",
                  "--n-test", "64", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["task_seed"] == derive_task_seed(0, 4, 8)
+
+
+def test_train_takes_gamma_lazy_as_the_scans_do(capsys):
+    from fastsd.scan.cells import lazy_gamma
+
+    assert main(["train", *TINY[:4], "--gamma", "lazy", *TINY[6:], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gamma"] == lazy_gamma(8)
+    with pytest.raises(SystemExit) as exc:
+        main(["train", *TINY[:4], "--gamma", "LAZY", *TINY[6:]])
+    assert exc.value.code == 2
+    assert "must be a number > 0 or 'lazy'" in capsys.readouterr().err
