@@ -64,7 +64,17 @@ def _finish(fig, ax, xlabel, out_prefix):
     return _save(fig, out_prefix)
 
 
-def _save(fig, out_prefix):
+def _finish_panels(fig, axes, out_prefix, title):
+    """Accuracy label on the first panel, the legend beside the last, title; save."""
+    axes[0].set_ylabel("test accuracy (best over training)")
+    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _save(fig, out_prefix, title)
+
+
+def _save(fig, out_prefix, title=None):
+    """Title the figure (when given) and write it as PNG and SVG; return the paths."""
+    if title:
+        fig.suptitle(title, fontsize=9)
     folder = os.path.dirname(os.fspath(out_prefix))
     if folder:
         os.makedirs(folder, exist_ok=True)
@@ -99,9 +109,7 @@ def plot_max_margin(matrix, ideal, out_prefix, title=None):
         ax.set_xticks([])
         ax.set_yticks([])
     fig.colorbar(im, ax=axes, shrink=0.8)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return _save(fig, out_prefix)
+    return _save(fig, out_prefix, title)
 
 
 def _check_records(records, fixed):
@@ -221,9 +229,7 @@ def plot_activation_change(records, out_prefix, title=None):
         ax.set_title("with 1/√d prefactor" if root_d else "without 1/√d prefactor", fontsize=9)
     axes[0].set_ylabel("activation change |w(T)·x − w(0)·x| / |w(0)·x|")
     axes[1].legend(fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return _save(fig, out_prefix)
+    return _save(fig, out_prefix, title)
 
 
 def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test_accuracy",
@@ -314,9 +320,7 @@ def plot_weight_structure(rich, lazy, out_prefix, title=None):
         ax.set_xlabel("readout $a_i$")
         ax.set_title(f"{name}: |mean a-|/|mean a+| = {ws.readout_ratio:.2f}", fontsize=9)
     axes[0].set_ylabel(r"alignment $v^1\cdot v^2/(|v^1||v^2|)$")
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return _save(fig, out_prefix)
+    return _save(fig, out_prefix, title)
 
 
 def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
@@ -363,11 +367,7 @@ def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
         ax.set_xlabel("training symbols L")
         ax.set_title(f"σ² = {s2:g}", fontsize=9)
         ax.set_ylim(0.45, 1.02)
-    axes[0].set_ylabel("test accuracy (best over training)")
-    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return _save(fig, out_prefix)
+    return _finish_panels(fig, axes, out_prefix, title)
 
 
 def plot_panels(panels, out_prefix, title=None):
@@ -401,11 +401,7 @@ def plot_panels(panels, out_prefix, title=None):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(name, fontsize=8)
         ax.set_ylim(0.45, 1.02)
-    axes[0].set_ylabel("test accuracy (best over training)")
-    axes[-1].legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return _save(fig, out_prefix)
+    return _finish_panels(fig, axes, out_prefix, title)
 
 
 def plot_weight_images(shown, out_prefix, title=None):
@@ -435,6 +431,4 @@ def plot_weight_images(shown, out_prefix, title=None):
             ax.set_xticks([])
             ax.set_yticks([])
             ax.set_title(f"{label}\n{which}", fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    return _save(fig, out_prefix)
+    return _save(fig, out_prefix, title)
