@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastsd.kernels import _cpu, _reference, arccos, empirical_ntk, nngp, ntk
@@ -77,20 +77,45 @@ def test_orthogonal_and_zero_inputs():
         assert np.all(K[1] == 0) and np.all(K[:, 1] == 0)
 
 
-finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+#: Smallest positive float64: the absolute rounding floor of a result that underflows.
+TINY = np.finfo(np.float64).smallest_subnormal
+
+# Entries of every magnitude from subnormal to huge (|x||y| stays representable for
+# c <= 1e3), besides the ordinary range: the kernels rescale rows, so must the bounds.
+finite = st.one_of(
+    st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False),
+    st.builds(lambda m, e: m * 10.0**e, st.floats(-1.0, 1.0), st.integers(-323, 150)))
+
+
+def _norm(v):
+    """|v| without overflow or underflow (np.linalg.norm squares entries first)."""
+    return math.hypot(*np.ravel(v))
+
+
+def _norm_bound(rel, scale, X, Y):
+    """``rel * scale * |x||y|`` plus the rounding floor of a result near underflow.
+
+    A bound built from norms that square to 0 (or to inf) would ask a tiny kernel
+    value for exactness beyond float64's subnormal spacing (or allow anything).
+    """
+    return rel * scale * (_norm(X) * _norm(Y)) + 16 * (1 + scale) * TINY
 
 
 @settings(max_examples=60, deadline=None)
 @given(x=st.lists(finite, min_size=4, max_size=4), y=st.lists(finite, min_size=4, max_size=4),
        c=st.floats(1e-3, 1e3))
+# |y|^2 underflows to 0, so a tolerance from np.linalg.norm(y) was 0 while ntk(3x, y)
+# and 3 ntk(x, y) differ by one subnormal ulp (found in a clean run)
+@example(x=[0.0, 0.0, 0.0, -1.0], y=[0.0, 0.0, 0.0, -9.740000000000003e-306], c=3.0)
+@example(x=[1e-170, 0.0, 0.0, 0.0], y=[1e150, 1e150, 0.0, 0.0], c=1e3)     # |y|^2 is huge
 def test_homogeneity_symmetry_and_bounds(x, y, c):
     X, Y = np.array([x]), np.array([y])
     k = ntk(X, Y)[0, 0]
     assert np.isfinite(k)
-    assert abs(ntk(c * X, Y)[0, 0] - c * k) <= 1e-9 * c * (np.linalg.norm(X) * np.linalg.norm(Y))
-    assert ntk(Y, X)[0, 0] == pytest.approx(k, rel=1e-12, abs=1e-300)
+    assert abs(ntk(c * X, Y)[0, 0] - c * k) <= _norm_bound(1e-9, c, X, Y)
+    assert abs(ntk(Y, X)[0, 0] - k) <= _norm_bound(1e-12, 1.0, X, Y)
     # |ntk| <= |x||y| (Cauchy-Schwarz for a kernel with ntk(x, x) = |x|^2)
-    assert abs(k) <= np.linalg.norm(X) * np.linalg.norm(Y) * (1 + 1e-12) + 1e-300
+    assert abs(k) <= _norm(X) * _norm(Y) + _norm_bound(1e-12, 1.0, X, Y)
     k0 = arccos(X, Y, 0)[0, 0]
     assert 0.0 <= k0 <= 0.5
 
