@@ -59,17 +59,32 @@ def _add_train_parser(sub):
     p.add_argument("--path", default="auto", help="auto, dense or symbol (default auto)")
     p.add_argument("--init", default="normal",
                    help="normal (the paper) or truncated (the published code) (default normal)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record on stdout instead of a summary")
     p.set_defaults(func=_cmd_train)
 
 
+#: Wall time of each figure's --quick preset on the 2-core development machine (README table).
+QUICK_WALL_TIME = {"fig1a": "TBD", "fig1b": "TBD", "fig1c": "about 15 s", "fig1e": "TBD",
+                   "fig1f": "TBD", "fig2": "TBD", "fig3": "TBD", "figA1": "TBD",
+                   "figC1": "TBD", "figC3": "TBD", "figF1": "TBD"}
+
+
 def _add_reproduce_parser(sub):
+    import textwrap
+
+    times = "\n".join(f"  {f:<7} {QUICK_WALL_TIME[f]}" for f in FIGURES)
     p = sub.add_parser(
         "reproduce", help="run a figure's grid, draw it and print its table",
-        description="Run the grid of a figure of the paper through fastsd.scan, resuming from "
-                    "DIR/<figure>.jsonl (cells already there are skipped), then draw "
-                    "DIR/<figure>.png and .svg and print its table. 'all' does every figure.")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Run the grid of a figure of the paper through fastsd.scan, resuming from "
+            "DIR/<figure>.jsonl (cells, or for fig1a, figA1 and figC1 trained models and "
+            "(L, P) units, already there are skipped), then draw DIR/<figure>.png and .svg "
+            "and print its table, with progress bars on stderr (--quiet: none). 'all' does "
+            "every figure.", 78),
+        epilog=f"--quick wall time on an idle 2-core machine (first run):\n{times}")
     p.add_argument("figure", choices=FIGURES + ("all",),
                    help="fig1a: weight alignment vs readout, rich and lazy (d=128, L=16); "
                         "fig1b: rich accuracy over d x L; fig1c: accuracy vs L (d=256); "
@@ -145,6 +160,7 @@ def _add_ntk_parser(sub):
     p.add_argument("--ridge", type=float, default=1e-8, help="regression ridge (default 1e-8)")
     p.add_argument("--solver", default="auto", help="auto, dense or cg (default auto)")
     p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar over the flow's time")
     p.add_argument("--json", action="store_true", help="print one JSON record")
     p.set_defaults(func=_cmd_ntk)
 
@@ -177,7 +193,8 @@ def _cmd_train(args):
                 steps=args.steps, sigma2=args.sigma2, batch_size=args.batch_size,
                 eval_every=args.eval_every, n_test=args.n_test, alpha0=args.alpha0,
                 init=args.init, task_seed=args.task_seed)
-    record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path)
+    record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path,
+                          progress=not args.quiet)
     record["key"] = cell.key
     if record["diverged"]:
         warnings.warn("training diverged: the loss became NaN or inf (lower alpha0 or gamma)",
@@ -229,7 +246,7 @@ def _cmd_ntk(args):
     rec = lazy_cell(args.d, args.L, task_seed=task_seed, seed=args.seed,
                     method=args.method, pairs=pairs, n_test=args.n_test, steps=args.steps,
                     eval_every=args.eval_every, alpha0=args.alpha0, ridge=args.ridge,
-                    solver=args.solver, backend=args.backend)
+                    solver=args.solver, backend=args.backend, progress=not args.quiet)
     if args.json:
         print(json.dumps(rec, sort_keys=True))
         return

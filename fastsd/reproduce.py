@@ -3,9 +3,12 @@
 ``reproduce(figure)`` runs every part of the figure's preset with
 ``fastsd.scan.run`` into ``<out>/<name>.jsonl`` (resuming: finished cells are
 skipped), draws ``<out>/<name>.png`` and ``.svg`` with ``fastsd.plots`` and
-returns the table the ``fastsd reproduce`` command prints.
+returns the table the ``fastsd reproduce`` command prints. The figures that are
+no scan grid (Fig. 1a/1d, A1, C1) store one record per unit (a trained model,
+one (L, P)) in ``<out>/<name>.jsonl`` through ``fastsd.units.run_units``, with
+what their plot needs (weight readouts and alignments, weight images, the
+max-margin matrix), so a rerun computes nothing it has and draws the same figure.
 """
-import json
 import os
 
 from ._validation import check_choice
@@ -54,73 +57,93 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     return records, [store.path for store in stores]
 
 
-def _saved_result(name, prefix, saved, title, heading, lines, rows, figures):
-    """Write ``saved`` to ``<prefix>.json``; return a non-grid figure's result dict."""
-    with open(prefix + ".json", "w", encoding="utf-8") as fh:
-        json.dump(saved, fh, indent=1)
+def _unit_result(name, store, title, heading, lines, rows, figures):
+    """The result dict of a figure that is no scan grid (Fig. 1a/1d, A1, C1)."""
     return {"figure": name, "title": title, "heading": heading, "table": "\n".join(lines),
-            "summary": {"rows": rows}, "results": [prefix + ".json"], "figures": figures}
+            "summary": {"rows": rows}, "results": [store], "figures": figures}
 
 
-def _max_margin(name, out):
+def _max_margin(name, out, progress):
+    import numpy as np
+
     from .plots import plot_max_margin
     from .tasks import SameDifferent
     from .theory import max_margin, max_margin_ideal
+    from .units import run_units
 
     cfg = MAX_MARGIN[name]
-    rows = []
-    for L in cfg["Ls"]:
-        task = SameDifferent(cfg["d"], L, seed=L)
-        for P in cfg["Ps"]:
-            r = max_margin(task, P, seed=P)
-            rows.append({"d": cfg["d"], "L": L, "P": P,
-                         "top_alignment": r["top"]["alignment"],
-                         "bottom_alignment": r["bottom"]["alignment"],
-                         "relative_distance": r["relative_distance"]})
+
+    def compute(units):
+        (u,) = units
+        r = max_margin(SameDifferent(cfg["d"], u["L"], seed=u["L"]), u["P"], seed=u["P"])
+        return [{"top_alignment": r["top"]["alignment"],
+                 "bottom_alignment": r["bottom"]["alignment"],
+                 "relative_distance": r["relative_distance"], "matrix": r["matrix"]}]
+
+    store = os.path.join(out, name + ".jsonl")
+    records = run_units(store, "max_margin", {"d": cfg["d"]},
+                        [{"L": L, "P": P} for L in cfg["Ls"] for P in cfg["Ps"]], compute,
+                        progress=progress, desc=f"{name} (L, P)")
+    rows = [{"d": cfg["d"], **{k: r[k] for k in ("L", "P", "top_alignment", "bottom_alignment",
+                                                 "relative_distance")}} for r in records]
+    last = records[-1]
     prefix = os.path.join(out, name)
-    title = f"Fig. C1: max-margin matrix, d = {cfg['d']}, L = {L}, P = {P}"
-    figures = plot_max_margin(r["matrix"], max_margin_ideal(cfg["d"]), prefix, title=title)
+    title = f"Fig. C1: max-margin matrix, d = {cfg['d']}, L = {last['L']}, P = {last['P']}"
+    figures = plot_max_margin(np.array(last["matrix"]), max_margin_ideal(cfg["d"]), rows,
+                              prefix, title=title)
     lines = [f"{'d':>4} {'L':>6} {'P':>7} {'top':>8} {'bottom':>8} {'distance':>9}"]
     for w in rows:
         lines.append(f"{w['d']:>4} {w['L']:>6} {w['P']:>7} {w['top_alignment']:>+8.4f} "
                      f"{w['bottom_alignment']:>+8.4f} {w['relative_distance']:>9.4f}")
-    return _saved_result(
-        name, prefix, rows, "Fig. C1: max-margin matrix and its limit (Theorem 1)",
+    return _unit_result(
+        name, store, "Fig. C1: max-margin matrix and its limit (Theorem 1)",
         "alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the max-margin "
         "matrix, and its relative Frobenius distance to the limit", lines, rows, figures)
 
 
-def _weight_structure(name, out):
+def _weight_structure(name, out, progress):
     from .mlp import train_ensemble
     from .plots import plot_weight_structure
     from .scan import lazy_gamma
     from .tasks import SameDifferent
+    from .units import run_units
     from .walkers import weight_structure
 
     cfg = WEIGHT_STRUCTURE[name]
-    task = SameDifferent(d=cfg["d"], L=cfg["L"], seed=cfg["seed"])
-    results = train_ensemble(task, [1.0, lazy_gamma(cfg["d"])], cfg["seed"], width=cfg["width"],
-                             steps=cfg["steps"], eval_every=cfg["eval_every"])
-    structures = [weight_structure(r) for r in results]
-    rows = []
-    for label, ws, r in zip(("rich", "lazy"), structures, results):
-        rows.append({"model": label, "gamma": r.config["gamma"],
-                     "best_test_accuracy": r.best_test_accuracy,
-                     "alignment_positive": float(ws.alignment[ws.readout > 0].mean()),
-                     "alignment_negative": float(ws.alignment[ws.readout < 0].mean()),
-                     "readout_ratio": ws.readout_ratio})
+
+    def compute(units):
+        task = SameDifferent(d=cfg["d"], L=cfg["L"], seed=cfg["seed"])
+        results = train_ensemble(task, [u["gamma"] for u in units], cfg["seed"],
+                                 width=cfg["width"], steps=cfg["steps"],
+                                 eval_every=cfg["eval_every"], progress=progress)
+        records = []
+        for r in results:
+            ws = weight_structure(r)
+            records.append({"best_test_accuracy": r.best_test_accuracy,
+                            "alignment_positive": float(ws.alignment[ws.readout > 0].mean()),
+                            "alignment_negative": float(ws.alignment[ws.readout < 0].mean()),
+                            "readout_ratio": ws.readout_ratio, "structure": ws.to_record()})
+        return records
+
+    store = os.path.join(out, name + ".jsonl")
+    units = [{"model": "rich", "gamma": 1.0}, {"model": "lazy", "gamma": lazy_gamma(cfg["d"])}]
+    records = run_units(store, "weight_structure", cfg, units, compute, group=lambda u: 0,
+                        progress=progress, desc=f"{name} models")
+    rows = [{k: r[k] for k in ("model", "gamma", "best_test_accuracy", "alignment_positive",
+                               "alignment_negative", "readout_ratio")} for r in records]
     prefix = os.path.join(out, name)
-    title = (f"L = {cfg['L']}, d = {cfg['d']}, m = {cfg['width']}, {cfg['steps']} steps")
-    figures = plot_weight_structure(*structures, prefix, title=title)
+    title = (f"Fig. 1a/1d: hidden-weight alignment vs readout, rich (gamma = 1) and lazy "
+             f"(gamma = 1e-5/sqrt(d)); L = {cfg['L']}, d = {cfg['d']}, m = {cfg['width']}, "
+             f"{cfg['steps']} steps")
+    figures = plot_weight_structure(*(r["structure"] for r in records), prefix, title=title)
     lines = [f"{'model':>6} {'best acc':>9} {'align a>0':>10} {'align a<0':>10} "
              f"{'|a-|/|a+|':>10}"]
     for w in rows:
         lines.append(f"{w['model']:>6} {w['best_test_accuracy']:>9.3f} "
                      f"{w['alignment_positive']:>+10.3f} {w['alignment_negative']:>+10.3f} "
                      f"{w['readout_ratio']:>10.3f}")
-    return _saved_result(
-        name, prefix, {"rows": rows, "models": [ws.to_record() for ws in structures]},
-        "Fig. 1a/1d: hidden-weight alignment against readout",
+    return _unit_result(
+        name, store, "Fig. 1a/1d: hidden-weight alignment against readout",
         "mean alignment v1.v2/(|v1||v2|) of units with a > 0 and a < 0, and the readout ratio "
         "|mean a-|/|mean a+| (App. C.4.3)", lines, rows, figures)
 
@@ -177,14 +200,17 @@ def _lazy_heatmap(preset, records, prefix):
     fit = ("" if scaling["exponent"] is None else
            f"; fitted L* ~ d^{scaling['exponent']:.2f}"
            + ("" if scaling["exponent_se"] is None else f" +- {scaling['exponent_se']:.2f}"))
-    lines = []
+    lines, title = [], preset.title
     if scaling["L_star"]:
         d0, L0 = next(iter(scaling["L_star"].items()))
-        lines.append(("L ∝ d² (Theorem 2)", d0, L0, 2.0))
+        lines.append((r"$L \propto d^2$ (Theorem 2)", d0, L0, 2.0))
         if scaling["exponent"] is not None:
-            lines.append((f"fit: L* ∝ d^{scaling['exponent']:.2f}", d0, L0,
-                          scaling["exponent"]))
-    figures = plots.plot_heatmap(limit, prefix, title=preset.title + fit, lines=lines)
+            b, se = scaling["exponent"], scaling["exponent_se"]
+            lines.append((rf"fit: $L^* \propto d^{{{b:.2f}}}$", d0, L0, b))
+            power = f"{b:.2f}" if se is None else rf"{b:.2f} \pm {se:.2f}"
+            title += (f"\nfitted $L^* \\propto d^{{{power}}}$ "
+                      f"(L* where accuracy first reaches {scaling['level']})")
+    figures = plots.plot_heatmap(limit, prefix, title=title, lines=lines)
     means = defaultdict(list)
     for r in limit:
         means[r["d"], r["L"]].append(r["best_test_accuracy"])
@@ -262,32 +288,53 @@ def _visual(preset, records, prefix):
     return heading, "\n".join(text).rstrip(), {"panels": blocks}, figures
 
 
-def _weight_images(name, out):
+#: Fig. A1's tasks: images two cells a side (App. A), and the two models trained on each.
+_A1_TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
+             "Pentomino": dict(width=2, n_train_shapes=14)}
+_A1_MODELS = {"rich": 1.0, "lazy": 1e-5}
+
+
+def _weight_images(name, out, progress):
     import numpy as np
 
     from .analysis import cell_correlations
     from .mlp import train_ensemble
     from .plots import plot_weight_images
     from .tasks import PSVRT, Pentomino
+    from .units import run_units
 
     cfg = WEIGHT_IMAGES[name]
-    tasks = {"PSVRT": PSVRT(patch=5, n_patches=2, n_train_patterns=256, seed=cfg["seed"]),
-             "Pentomino": Pentomino(width=2, n_train_shapes=14, seed=cfg["seed"])}
-    rows, shown = [], []
     iu = np.triu_indices(4, 1)
-    for task_name, task in tasks.items():
-        results = train_ensemble(task, [1.0, 1e-5], cfg["seed"], width=cfg["width"],
-                                 steps=cfg["steps"], eval_every=cfg["eval_every"])
-        for model, r in zip(("rich", "lazy"), results):
+
+    def compute(units):
+        kind = units[0]["task"]
+        task = {"PSVRT": PSVRT, "Pentomino": Pentomino}[kind](**_A1_TASKS[kind],
+                                                             seed=cfg["seed"])
+        results = train_ensemble(task, [u["gamma"] for u in units], cfg["seed"],
+                                 width=cfg["width"], steps=cfg["steps"],
+                                 eval_every=cfg["eval_every"], progress=progress)
+        records = []
+        for r in results:
             w, a = r.final_params.w, r.final_params.a
             corr = np.abs(cell_correlations(task, w)[:, iu[0], iu[1]])
             top = np.argsort(-np.abs(a))[:16]
-            rows.append({"task": task_name, "model": model, "gamma": r.config["gamma"],
-                         "best_test_accuracy": r.best_test_accuracy,
-                         "cell_correlation_top16": float(corr[top].mean()),
-                         "cell_correlation_all": float(corr.mean())})
             images = task.weights_as_images(w)
-            shown.append((f"{task_name}, {model}", images[np.argmax(a)], images[np.argmin(a)]))
+            records.append({"best_test_accuracy": r.best_test_accuracy,
+                            "cell_correlation_top16": float(corr[top].mean()),
+                            "cell_correlation_all": float(corr.mean()),
+                            "image_largest_a": images[np.argmax(a)],
+                            "image_most_negative_a": images[np.argmin(a)]})
+        return records
+
+    store = os.path.join(out, name + ".jsonl")
+    units = [{"task": t, "model": m, "gamma": g} for t in _A1_TASKS for m, g in _A1_MODELS.items()]
+    records = run_units(store, "weight_images", {**cfg, "tasks": _A1_TASKS}, units, compute,
+                        group=lambda u: u["task"], progress=progress, desc=f"{name} models")
+    rows = [{k: r[k] for k in ("task", "model", "gamma", "best_test_accuracy",
+                               "cell_correlation_top16", "cell_correlation_all")}
+            for r in records]
+    shown = [(r["task"], r["model"], np.array(r["image_largest_a"]),
+              np.array(r["image_most_negative_a"])) for r in records]
     prefix = os.path.join(out, name)
     figures = plot_weight_images(shown, prefix, title=f"Fig. A1: hidden weights as images "
                                  f"(m = {cfg['width']}, {cfg['steps']} steps)")
@@ -295,9 +342,8 @@ def _weight_images(name, out):
     for w in rows:
         lines.append(f"{w['task']:>10} {w['model']:>6} {w['best_test_accuracy']:>9.3f} "
                      f"{w['cell_correlation_top16']:>13.3f} {w['cell_correlation_all']:>11.3f}")
-    return _saved_result(
-        name, prefix, {"rows": rows},
-        "Fig. A1: parallel and antiparallel regions in hidden weights (App. A)",
+    return _unit_result(
+        name, store, "Fig. A1: parallel and antiparallel regions in hidden weights (App. A)",
         "mean |correlation| between the image cells a unit reads, over the 16 units with the "
         "largest |a| and over all units", lines, rows, figures)
 
@@ -315,6 +361,7 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     out : str or os.PathLike, default "results"
         Folder of the stores and figures; created if missing.
     progress : bool, default True
+        Progress bars on stderr: over cells, or over units and training steps.
     backend : {"auto", "numpy", "cpu", "cuda"}
     executor : optional
         As in ``fastsd.scan.run``.
@@ -347,11 +394,11 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)     # fail on a bad folder before any training
     if figure == "figC1":
-        return _max_margin("figC1-quick" if quick else "figC1", out)
+        return _max_margin("figC1-quick" if quick else "figC1", out, progress)
     if figure == "fig1a":
-        return _weight_structure("fig1a-quick" if quick else "fig1a", out)
+        return _weight_structure("fig1a-quick" if quick else "fig1a", out, progress)
     if figure == "figA1":
-        return _weight_images("figA1-quick" if quick else "figA1", out)
+        return _weight_images("figA1-quick" if quick else "figA1", out, progress)
     preset = get_preset(figure, quick=quick)
     records, stores = run_preset(preset, out, progress=progress, backend=backend,
                                  executor=executor)

@@ -25,6 +25,8 @@ def _run(*args):
 def test_train_json_prints_one_record():
     proc = _run("train", *TINY, "--seed", "3", "--json")
     assert proc.returncode == 0, proc.stderr
+    assert "20/20" in proc.stderr                           # a progress bar over steps
+    assert _run("train", *TINY, "--json", "--quiet").stderr == ""
     lines = proc.stdout.splitlines()
     assert len(lines) == 1
     rec = json.loads(lines[0])
@@ -124,8 +126,43 @@ def test_reproduce_figC1_quick_reports_alignments_and_draws(tmp_path, capsys):
     dist = [r["relative_distance"] for r in rows]
     assert all(a > b for a, b in zip(dist, dist[1:]))        # shrinks as P grows
     assert rows[-1]["top_alignment"] > 0.95 and rows[-1]["bottom_alignment"] < -0.95
-    for path in out["figures"] + [str(tmp_path / "figC1-quick.json")]:
-        assert (tmp_path / path.split("/")[-1]).exists()
+    assert out["results"] == [str(tmp_path / "figC1-quick.jsonl")]
+    for path in out["figures"] + out["results"]:
+        assert os.path.exists(path)
+
+
+def _forbid(monkeypatch, target):
+    """Make ``target`` (module attribute path) raise, so that a rerun proves it computes nothing."""
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{target} was called on a rerun")
+    monkeypatch.setattr(target, refuse)
+
+
+def test_reproduce_figC1_rerun_computes_nothing_and_prints_the_same(tmp_path, capsys,
+                                                                     monkeypatch):
+    from fastsd.presets import MAX_MARGIN
+    monkeypatch.setitem(MAX_MARGIN, "figC1-quick", dict(d=8, Ls=(16, 32), Ps=(64, 256)))
+    args = ["reproduce", "figC1", "--quick", "--out", str(tmp_path), "--json"]
+    store = tmp_path / "figC1-quick.jsonl"
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert "(L, P)" in first.err                                # progress over units
+    records = [json.loads(line) for line in store.read_text().splitlines()]
+    assert [(r["L"], r["P"]) for r in records] == [(16, 64), (16, 256), (32, 64), (32, 256)]
+    mtime = store.stat().st_mtime_ns
+    _forbid(monkeypatch, "fastsd.theory.max_margin")
+    assert main(args + ["--quiet"]) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out and again.err == ""
+    assert store.stat().st_mtime_ns == mtime
+    # a new P computes only its units; other settings in the same store are refused
+    monkeypatch.undo()
+    monkeypatch.setitem(MAX_MARGIN, "figC1-quick", dict(d=8, Ls=(16, 32), Ps=(64, 256, 512)))
+    assert main(args + ["--quiet"]) == 0
+    assert [json.loads(x)["P"] for x in store.read_text().splitlines()][4:] == [512, 512]
+    monkeypatch.setitem(MAX_MARGIN, "figC1-quick", dict(d=16, Ls=(16,), Ps=(64,)))
+    assert main(args + ["--quiet"]) == 1
+    assert "belongs to a different grid" in capsys.readouterr().err
 
 
 def test_reproduce_figF1_records_activation_change_and_tabulates_it(tmp_path, capsys,
@@ -170,6 +207,26 @@ def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "fig1a-quick.png").stat().st_size > 0
 
 
+def test_reproduce_fig1a_rerun_trains_nothing_and_draws_the_same(tmp_path, capsys,
+                                                                  monkeypatch):
+    from fastsd.presets import WEIGHT_STRUCTURE
+    monkeypatch.setitem(WEIGHT_STRUCTURE, "fig1a-quick",
+                        dict(d=8, L=4, width=16, steps=60, eval_every=30, seed=0))
+    args = ["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json"]
+    store = tmp_path / "fig1a-quick.jsonl"
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert "fig1a-quick models" in first.err and "step" in first.err     # units and steps
+    assert [json.loads(x)["model"] for x in store.read_text().splitlines()] == ["rich", "lazy"]
+    mtime, png = store.stat().st_mtime_ns, (tmp_path / "fig1a-quick.png").read_bytes()
+    _forbid(monkeypatch, "fastsd.mlp.train_ensemble")
+    assert main(args + ["--quiet"]) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out and again.err == ""
+    assert store.stat().st_mtime_ns == mtime
+    assert (tmp_path / "fig1a-quick.png").read_bytes() == png
+
+
 def test_reproduce_fig1e_limit_heatmap_scaling_and_finite_comparison(tmp_path, capsys,
                                                                      monkeypatch):
     tiny = Preset("fig1e-quick", "lazy_heatmap", "tiny", (
@@ -192,8 +249,13 @@ def test_reproduce_fig1e_limit_heatmap_scaling_and_finite_comparison(tmp_path, c
 def test_ntk_command_json_and_bad_pairs(capsys):
     assert main(["ntk", "--d", "4", "--L", "4", "--steps", "200", "--eval-every", "100",
                  "--n-test", "200", "--json"]) == 0
-    rec = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr()
+    rec = json.loads(out.out)
     assert rec["n_train_pairs"] == 16 and rec["method"] == "logistic_flow"
+    assert "lazy limit, logistic flow" in out.err and "200/200" in out.err   # flow time
+    assert main(["ntk", "--d", "4", "--L", "4", "--steps", "200", "--eval-every", "100",
+                 "--n-test", "200", "--json", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
     assert main(["ntk", "--d", "4", "--L", "4", "--pairs", "many"]) == 1
     assert "`--pairs` must be 'all' or an integer" in capsys.readouterr().err
 
@@ -239,6 +301,26 @@ def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
         ("PSVRT", "rich"), ("PSVRT", "lazy"), ("Pentomino", "rich"), ("Pentomino", "lazy")]
     assert all(0 <= r["cell_correlation_all"] <= 1 for r in rows)
     assert (tmp_path / "figA1-quick.png").stat().st_size > 0
+    # a rerun trains nothing and prints the same, also when one unit is missing: only its
+    # task trains again, and only that model
+    store = tmp_path / "figA1-quick.jsonl"
+    lines = store.read_text().splitlines(True)
+    store.write_text("".join(lines[:3]))
+    trained = []
+    from fastsd import mlp
+    real = mlp.train_ensemble
+    monkeypatch.setattr(mlp, "train_ensemble",
+                        lambda task, gamma, *a, **k: trained.append(gamma) or real(task, gamma,
+                                                                                   *a, **k))
+    assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json",
+                 "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["rows"] == rows
+    assert trained == [[1e-5]]
+    mtime = store.stat().st_mtime_ns
+    assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json",
+                 "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["rows"] == rows
+    assert trained == [[1e-5]] and store.stat().st_mtime_ns == mtime
 
 
 def test_reproduce_rejects_a_bad_backend_and_an_unusable_out(tmp_path, capsys):

@@ -161,3 +161,13 @@ def test_cuda_backend_matches_numpy():
         a = lazy_limit(task, method, test_x=xt, backend="numpy", steps=200, eval_every=100)
         b = lazy_limit(task, method, test_x=xt, backend="cuda", steps=200, eval_every=100)
         np.testing.assert_allclose(b.predictions, a.predictions, rtol=1e-8, atol=1e-10)
+
+
+def test_lazy_limit_progress_is_off_by_default_and_counts_flow_time(capsys):
+    from fastsd.kernels import lazy_cell
+    kw = dict(method="logistic_flow", steps=300, eval_every=100, n_test=64)
+    quiet = lazy_cell(4, 4, **kw)
+    assert capsys.readouterr().err == ""                    # as in the scan's workers
+    shown = lazy_cell(4, 4, progress=True, **kw)
+    assert "300/300" in capsys.readouterr().err
+    assert shown["test_accuracy"] == quiet["test_accuracy"]

@@ -389,7 +389,7 @@ def _lambda_max(Kop, sw, xp, iters=30):
 # -- public -------------------------------------------------------------------
 def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096, test_x=None,
                ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None, steps=25000,
-               alpha0=None, eval_every=1000, batch_size=128, backend="auto"):
+               alpha0=None, eval_every=1000, batch_size=128, backend="auto", progress=False):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
     See the module notes for the limiting kernel (ntk, App. D), the
@@ -442,6 +442,10 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
     backend : {"auto", "numpy", "cpu", "cuda"}
         "numpy": the float64 reference; "cpu": Numba kernels; "cuda": the
         reference on CuPy arrays (needs CuPy and a GPU).
+    progress : bool, default False
+        A tqdm bar on stderr over the flows' time in SGD steps, advanced at
+        each evaluation (the regression is one solve and shows none). Off by
+        default, and so in the scan's "lazy_limit" cells.
 
     Returns
     -------
@@ -553,7 +557,7 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
     else:
         with _one_blas_thread():
             c, history = _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps,
-                                   eval_every, batch_size, alpha0, n_test, info)
+                                   eval_every, batch_size, alpha0, n_test, info, progress)
         acc, best = history["test_accuracy"][-1], max(history["test_accuracy"])
     preds = None
     if test_x is not None:
@@ -575,8 +579,10 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
 
 
 def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batch_size, alpha0,
-              n_test, info):
+              n_test, info, progress):
     """Run logistic_flow (RK4) or logistic_sgd; return c and the history."""
+    from tqdm.auto import tqdm
+
     xp = ops.xp
     streams = train_streams(seed)
     c = xp.zeros(len(w_d))
@@ -591,6 +597,8 @@ def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batc
 
         def rhs(cc):
             return -alpha0 * w_d * (_sigmoid(Kop @ cc, xp) - y_d)
+    bar = tqdm(total=steps, unit="step", desc=f"lazy limit, {method.replace('_', ' ')}",
+               disable=not progress, dynamic_ncols=True)
     t = 0
     while t < steps:
         n = min(eval_every, steps - t)
@@ -614,6 +622,8 @@ def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batc
         hist["step"].append(t)
         hist["test_accuracy"].append(float(np.mean((f > 0) == (yt > 0.5))))
         hist["train_loss"].append(loss)
+        bar.update(n)
+    bar.close()
     return c, hist
 
 

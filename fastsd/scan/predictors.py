@@ -389,7 +389,7 @@ def _change_inputs(cell, task):
     return task.sample_test(cell.n_test, seed=cell.task_seed)[0]
 
 
-def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
+def train_cells(cells, *, backend="auto", dtype=None, path="auto", progress=False):
     """Train cells that share their ensemble key in one lockstep ensemble.
 
     Parameters
@@ -398,6 +398,8 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
         All with the same ``ensemble_key()``.
     backend, dtype, path : optional
         As in ``fastsd.train``.
+    progress : bool, default False
+        A tqdm bar over training steps on stderr (off in scan workers).
 
     Returns
     -------
@@ -422,7 +424,8 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto"):
     results = train_ensemble(
         tasks, [c.gamma for c in cells], [c.seed for c in cells], width=c0.width,
         steps=c0.steps, batch_size=c0.batch_size, alpha0=c0.alpha0, eval_every=c0.eval_every,
-        n_test=c0.n_test, backend=backend, dtype=dtype, path=path, init=c0.init)
+        n_test=c0.n_test, backend=backend, dtype=dtype, path=path, init=c0.init,
+        progress=progress)
     # cells of one task seed (and ensemble key) measure on the same inputs
     by_inputs = {}
     for i, c in enumerate(cells):

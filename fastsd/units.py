@@ -1,0 +1,89 @@
+"""Resumable units of the figures that are no scan grid (Fig. 1a/1d, A1, C1).
+
+``run_units`` keeps one record per unit (a trained model, one (L, P) of the
+max-margin matrix) in a ``fastsd.store.ResultStore``, bound like a scan's
+store to the settings the units share, and computes only the units the store
+lacks, with a progress bar over units. Records come back as the store gives
+them (through JSON), so a figure drawn on the first run and on a rerun is
+drawn from the same numbers.
+"""
+import json
+import time
+
+from ._json import strict_json
+from .store import ResultStore
+
+
+def unit_key(unit):
+    """The store key of a unit: its settings as ``name=value`` pairs, e.g. ``"L=256,P=1024"``."""
+    return ",".join(f"{k}={v}" for k, v in unit.items())
+
+
+def run_units(path, kind, fixed, units, compute, *, group=None, progress=True, desc=None):
+    """Compute the units ``path`` lacks, store each as it finishes; return every unit's record.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.jsonl`` store.
+    kind : str
+        What computes the units (e.g. "max_margin"); the store's predictor.
+    fixed : dict
+        JSON-ready settings shared by every unit. The store is bound to them
+        (``ResultStore.bind``), so a store of other settings is refused.
+    units : sequence of dict
+        Each unit's own settings, all with the same names in the same order
+        (the store's axes); they name the unit's key (``unit_key``).
+    compute : callable
+        ``compute(list of unit dicts) -> list of dict``: the records of the
+        given units, in their order (without ``key``; the unit's settings are
+        added).
+    group : callable, optional
+        ``group(unit)`` -> hashable: the missing units with one group value
+        are passed to ``compute`` together (e.g. models trained in lockstep);
+        default each unit alone.
+    progress : bool, default True
+        A tqdm bar over units on stderr.
+    desc : str, optional
+        The bar's label; default ``kind``.
+
+    Returns
+    -------
+    list of dict
+        One record per unit, in the order of ``units``: the first stored
+        record of its key, as read back from JSON.
+
+    Raises
+    ------
+    ValueError
+        When the store belongs to other settings (see ``ResultStore.bind``).
+    """
+    from tqdm.auto import tqdm
+
+    store = ResultStore(path)
+    units = [dict(u) for u in units]
+    store.bind({"predictor": kind, "fixed": fixed, "axes": list(units[0]) if units else []})
+    stored = _first_by_key(store.load())
+    missing = {}
+    for u in units:
+        if unit_key(u) not in stored:
+            missing.setdefault(group(u) if group else unit_key(u), []).append(u)
+    with tqdm(total=len(units), initial=len(units) - sum(map(len, missing.values())),
+              unit="unit", desc=desc or kind, disable=not progress, dynamic_ncols=True) as bar:
+        for todo in missing.values():
+            for u, record in zip(todo, compute(todo), strict=True):
+                record = strict_json({**record, **u, "key": unit_key(u), "predictor": kind,
+                                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                   time.gmtime())})
+                store.write(record)
+                stored[record["key"]] = json.loads(json.dumps(record))
+            bar.update(len(todo))
+    return [stored[unit_key(u)] for u in units]
+
+
+def _first_by_key(records):
+    """{key: the first record of that key} (a unit stored twice, by two racing runs, counts once)."""
+    first = {}
+    for r in records:
+        first.setdefault(r.get("key"), r)
+    return first
