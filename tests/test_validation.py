@@ -71,9 +71,13 @@ def test_sample_sizes(method):
     ("width", 0, r"`width` must be an integer >= 1; got 0"),
     ("width", -4, r"`width` must be an integer >= 1; got -4"),
     ("steps", 0, r"`steps` must be an integer >= 1; got 0"),
-    ("batch_size", 0, r"`batch_size` must be an integer >= 1; got 0"),
+    ("batch_size", 0, r"`batch_size` must be an even integer >= 2 \(exactly half of a batch "
+                      r"are same pairs\); got 0"),
+    ("batch_size", 3, r"`batch_size` must be an even integer >= 2 .*; got 3"),
+    ("batch_size", 1, r"`batch_size` must be an even integer >= 2 .*; got 1"),
     ("eval_every", 0, r"`eval_every` must be an integer >= 1; got 0"),
-    ("n_test", 0, r"`n_test` must be an integer >= 1; got 0"),
+    ("n_test", 0, r"`n_test` must be an integer >= 2; got 0"),
+    ("n_test", 1, r"`n_test` must be an integer >= 2; got 1"),
     ("alpha0", 0.0, r"`alpha0` must be a finite number > 0"),
     ("alpha0", math.nan, r"`alpha0` must be a finite number > 0"),
     ("seed", -1, r"`seed` must be an integer >= 0; got -1"),
@@ -100,6 +104,9 @@ def test_gamma_not_positive_finite(gamma):
 
 def test_gamma_types():
     with pytest.raises(TypeError, match=r"`gamma` must be a real number"):
+        train(TASK, b"1", **TINY)
+    # a string is the vocabulary of the scans and the CLI: "lazy" or an error naming both
+    with pytest.raises(ValueError, match=r"`gamma` must be a number > 0 or 'lazy'.*got '1'"):
         train(TASK, "1", **TINY)
     with pytest.raises(TypeError, match=r"`gamma` must be a single value"):
         train(TASK, [1.0, 2.0], **TINY)
