@@ -400,9 +400,9 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         A clean symbol task (sigma2 = 0); its L symbols are the training symbols.
     method : {"logistic_flow", "regression", "logistic_sgd"}, default "logistic_flow"
         The default is the trained network's limit, as in ``fastsd ntk`` and
-        the "lazy_limit" scan predictor. "regression": weighted kernel ridge(less) regression of the labels
-        +-1 over the training distribution (half same, half different), the
-        t -> infinity limit of squared-loss gradient flow. "logistic_flow":
+        the "lazy_limit" scan predictor. "regression": weighted kernel
+        ridge(less) regression of the labels +-1 over the training
+        distribution (half same, half different), the t -> infinity limit of squared-loss gradient flow. "logistic_flow":
         gradient flow of the BCE over the training distribution for ``steps``
         SGD steps' worth of time (RK4). "logistic_sgd": the limit network's
         SGD on the batches ``fastsd.train(task, gamma, seed=seed, steps=...,

@@ -76,7 +76,7 @@ class TrainResult:
     wall_time: float = 0.0
     diverged: bool = False
 
-    gamma = _setting("gamma", "Richness gamma of the run (a number: \"lazy\" is recorded resolved).")
+    gamma = _setting("gamma", "Richness gamma of the run (a number; \"lazy\" is stored resolved).")
     d = _setting("d", "Symbol dimension d of the task (symbol tasks).")
     L = _setting("L", "Number of training symbols or items L of the task.")
     sigma2 = _setting("sigma2", "Input noise variance of the task (symbol tasks).")
