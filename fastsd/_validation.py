@@ -80,3 +80,11 @@ def check_seed(name, value):
     if value is None or isinstance(value, (np.random.SeedSequence, np.random.Generator)):
         return value
     return check_int(name, value, minimum=0)
+
+
+def check_batch_size(name, value):
+    """Return ``value`` as an even int >= 2: a training batch is exactly half same pairs."""
+    value = check_int(name, value)
+    if value < 2 or value % 2:
+        _fail(name, "an even integer >= 2 (exactly half of a batch are same pairs)", value)
+    return value

@@ -70,6 +70,7 @@ import numpy as np
 
 from . import __version__
 from ._json import strict_json
+from ._memory import Need, check_fits
 from ._rng import seed_sequence
 from ._validation import check_array, check_choice, check_float, check_int, check_seed
 
@@ -344,6 +345,9 @@ def accuracy(task, prior, n_test, seed=None):
         wrong type.
     ValueError
         For an unknown prior or n_test < 1.
+    SizeTooLargeError
+        Before drawing, when the test pairs and their likelihood terms would
+        not fit in the memory available.
 
     Examples
     --------
@@ -360,6 +364,10 @@ def accuracy(task, prior, n_test, seed=None):
     check_choice("prior", prior, PRIORS)
     n_test = check_int("n_test", n_test, minimum=1)
     check_seed("seed", seed)
+    # the pairs with their items, and per pair and symbol the memorizing prior's log terms
+    check_fits([Need(n_test * (24 * task.input_dim + 32 * task.L), f"the test pairs and their "
+                     f"likelihood terms ({n_test} pairs x ({task.input_dim} inputs + "
+                     f"{task.L} symbols))", "n_test", n_test)])
     if not isinstance(seed, np.random.Generator):
         seed = seed_sequence(seed)
     x, y = task.sample_test(n_test, seed)

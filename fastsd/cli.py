@@ -1,18 +1,20 @@
 """The ``fastsd`` command: train one model, or reproduce a figure of the paper.
 
 Exit status: 0 on success, 2 for bad usage (from argparse), 1 when fastsd
-rejects a value or a backend cannot run (the message names the parameter).
+rejects a value, refuses a size that would not fit in memory or a backend
+cannot run (the message, one line, names the option).
 """
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import threading
 import warnings
 
 from . import __version__
-from .exceptions import BackendUnavailableError
+from .exceptions import BackendUnavailableError, SizeTooLargeError
 from .presets import FIGURES
 from .scan import ScanError
 
@@ -46,7 +48,8 @@ def _add_train_parser(sub):
     p.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
     p.add_argument("--task-seed", type=int, default=None,
                    help="seed of the training symbols (default: derived from seed, L, d)")
-    p.add_argument("--batch-size", type=int, default=128, help="SGD batch size (default 128)")
+    p.add_argument("--batch-size", type=int, default=128,
+                   help="SGD batch size, even: half same pairs (default 128)")
     p.add_argument("--alpha0", type=float, default=None,
                    help="base learning rate (default: the task's, 0.1)")
     p.add_argument("--eval-every", type=int, default=1000,
@@ -151,7 +154,8 @@ def _add_ntk_parser(sub):
     p.add_argument("--task-seed", type=int, default=None,
                    help="seed of the training symbols (default: derived from seed, L, d, as in "
                         "`fastsd train` and the scans, so both see the same symbols)")
-    p.add_argument("--n-test", type=int, default=4096, help="fresh test pairs (default 4096)")
+    p.add_argument("--n-test", type=int, default=1024,
+                   help="fresh test pairs per evaluation (default 1024)")
     p.add_argument("--steps", type=int, default=25_000,
                    help="SGD steps' worth of flow time (default 25000)")
     p.add_argument("--eval-every", type=int, default=1000,
@@ -318,11 +322,18 @@ _SIZE_OPTIONS = ("--d", "--L", "--width", "--batch-size", "--n-test", "--n-walke
 
 
 def _option_spelling(message, parser):
-    """``message`` with each `parameter` the command has as an option spelled `--the-option`."""
+    """``message`` with the parameters the command has as options spelled as options.
+
+    `name` becomes `--the-name`, and the Python spellings of a setting in
+    advice, name='value' and name=<placeholder>, become --the-name value and
+    --the-name <placeholder>.
+    """
     for action in parser._actions:
         long = [o for o in action.option_strings if o.startswith("--")]
         if long:
             message = message.replace(f"`{action.dest}`", f"`{long[0]}`")
+            message = re.sub(rf"(?<![\w.-]){re.escape(action.dest)}=(?:'([^']*)'|(<[^>]*>))",
+                             lambda m: f"{long[0]} {m.group(m.lastindex)}", message)
     return message
 
 
@@ -337,9 +348,12 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 1 when fastsd rejects a value or cannot run the
-        backend, 130 on Ctrl-C and 143 on SIGTERM (worker processes are
-        stopped, finished cells kept). Bad usage exits with 2 through argparse.
+        0 on success, 1 when fastsd rejects a value, refuses a size that
+        would not fit in memory (``SizeTooLargeError``: its message, naming
+        the option and the bytes) or cannot run the backend, and for a real
+        out-of-memory (advice naming the command's size options), 130 on
+        Ctrl-C and 143 on SIGTERM (worker processes are stopped, finished
+        cells kept). Bad usage exits with 2 through argparse.
     """
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:
@@ -350,10 +364,11 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             args.func(args)
-    except (ValueError, TypeError, BackendUnavailableError, OSError, ScanError) as exc:
+    except (ValueError, TypeError, BackendUnavailableError, OSError, ScanError,
+            SizeTooLargeError) as exc:        # a size refused before allocating: its own message
         print(f"fastsd: error: {_option_spelling(str(exc), args._parser)}", file=sys.stderr)
         return 1
-    except MemoryError:
+    except MemoryError:                     # a real out-of-memory
         sizes = [o for o in _SIZE_OPTIONS if o in args._parser._option_string_actions]
         advice = f"; use smaller {', '.join(sizes[:-1])} or {sizes[-1]}" if sizes else ""
         print(f"fastsd: error: out of memory{advice}", file=sys.stderr)

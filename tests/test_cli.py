@@ -58,7 +58,7 @@ def test_unavailable_backend_exits_1(monkeypatch, capsys):
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")      # a machine without a GPU
     monkeypatch.setattr(_dispatch, "numba_cuda_available", lambda: False)
     assert main(["train", *TINY, "--backend", "cuda"]) == 1
-    assert "backend='cpu'" in capsys.readouterr().err
+    assert "or use --backend cpu" in capsys.readouterr().err      # the CLI's spelling
 
 
 @pytest.mark.parametrize("args", [[], ["train"], ["train", "--d", "x"], ["reproduce", "fig9"]])
@@ -424,3 +424,77 @@ def test_train_takes_gamma_lazy_as_the_scans_do(capsys):
         main(["train", *TINY[:4], "--gamma", "LAZY", *TINY[6:]])
     assert exc.value.code == 2
     assert "must be a number > 0 or 'lazy'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, option", [
+    (["train", *TINY[:6], "--width", "1000000000", *TINY[8:]], "--width"),
+    (["train", *TINY[:-2], "--n-test", "10000000000"], "--n-test"),
+    (["walkers", "--n-walkers", "1000000000000"], "--n-walkers"),
+    (["ntk", "--d", "2", "--L", "1000000", "--pairs", "100"], "--L"),
+])
+def test_a_size_that_cannot_fit_is_one_line_naming_the_option(command, option, capsys,
+                                                              monkeypatch):
+    from fastsd import _memory
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 16 << 30)
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"fastsd: error: `{option}` = ")
+    assert " needs " in err and "but 16.00 GiB is available" in err
+    assert err.endswith(f"use a smaller `{option}`.\n") and "out of memory" not in err
+
+
+@pytest.mark.parametrize("bad, message", [
+    (["--batch-size", "3"], "`--batch-size` must be an even integer >= 2"),
+    (["--batch-size", "1"], "`--batch-size` must be an even integer >= 2"),
+    (["--n-test", "1"], "`--n-test` must be an integer >= 2; got 1"),
+])
+def test_train_refuses_odd_batches_and_single_test_pairs(bad, message, capsys):
+    assert main(["train", *TINY, *bad]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_advice_spells_options_as_the_command_does(capsys):
+    from fastsd.cli import _option_spelling, build_parser
+    ntk = build_parser()._subparsers._group_actions[0].choices["ntk"]
+    assert _option_spelling("use solver='cg' (matrix-free) or pairs=<n>; got `n_test`, "
+                            "SameDifferent(d=4, L=2) and task.solver='x'", ntk) == (
+        "use --solver cg (matrix-free) or --pairs <n>; got `--n-test`, "
+        "SameDifferent(d=4, L=2) and task.solver='x'")
+    # a dense solve that cannot fit: the lazy limit's own message, in the CLI's spelling
+    assert main(["ntk", "--d", "2", "--L", "4000", "--solver", "dense"]) == 1
+    err = capsys.readouterr().err
+    assert "use --solver cg (matrix-free), --pairs <n> to sample n pairs" in err
+    assert "solver='cg'" not in err and err.count("\n") == 1
+
+
+def test_defaults_agree_between_the_python_api_the_cli_and_the_scans():
+    import inspect
+
+    from fastsd import lazy_limit, train_ensemble
+    from fastsd.cli import build_parser
+    from fastsd.scan import get_predictor
+
+    sub = build_parser()._subparsers._group_actions[0].choices
+
+    def cli(command, *required):
+        return vars(sub[command].parse_args(list(required)))
+
+    def python(func):
+        return {k: p.default for k, p in inspect.signature(func).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
+    ntk, api, scan = (cli("ntk", "--d", "1", "--L", "2"), python(lazy_limit),
+                      get_predictor("lazy_limit").defaults)
+    shared = set(scan) & set(api) - {"seed"}       # the CLI and scans default seed to 0
+    assert {"method", "n_test", "steps", "eval_every", "pairs", "ridge", "solver"} <= shared
+    for name in shared:
+        assert api[name] == ntk[name] == scan[name], name
+    assert api["method"] == "logistic_flow" and api["n_test"] == 1024
+
+    train, api, scan = (cli("train", "--d", "1", "--L", "2", "--gamma", "1", "--width", "1",
+                            "--steps", "1"), python(train_ensemble),
+                        get_predictor("mlp").defaults)
+    shared = set(scan) & set(api)
+    assert {"batch_size", "eval_every", "n_test", "alpha0", "init"} <= shared
+    for name in shared:
+        assert api[name] == train[name] == scan[name], name

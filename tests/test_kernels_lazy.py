@@ -45,7 +45,7 @@ def test_regression_equals_dense_solve_on_explicit_vectors():
     want = ntk(xt, X) @ (sw * z)
     for backend in ("numpy", "cpu"):
         for solver in ("dense", "cg"):
-            r = lazy_limit(task, ridge=ridge, test_x=xt, n_test=50, backend=backend,
+            r = lazy_limit(task, "regression", ridge=ridge, test_x=xt, n_test=50, backend=backend,
                            solver=solver, tol=1e-12)
             np.testing.assert_allclose(r.predictions, want, rtol=1e-7, atol=1e-9)
             assert r.n_train_pairs == 36 and r.n_same == 6 and r.pair_selection == \
@@ -55,7 +55,7 @@ def test_regression_equals_dense_solve_on_explicit_vectors():
 def test_regression_interpolates_training_labels():
     task = SameDifferent(d=6, L=5, seed=1)
     u, v, _ = all_pairs(5)
-    r = lazy_limit(task, ridge=1e-12, test_x=explicit(task, u, v), n_test=20)
+    r = lazy_limit(task, "regression", ridge=1e-12, test_x=explicit(task, u, v), n_test=20)
     np.testing.assert_allclose(r.predictions, np.where(u == v, 1.0, -1.0), atol=1e-5)
 
 
@@ -100,7 +100,7 @@ def test_duplicates_and_near_singular_grams_stay_finite():
     task = SameDifferent(d=3, L=4, seed=7)
     pairs = np.array([[0, 0], [0, 0], [1, 2], [1, 2], [1, 2], [3, 3]])
     xt, _ = task.sample_test(10, seed=1)
-    r = lazy_limit(task, pairs=pairs, ridge=0.0, test_x=xt, n_test=10)
+    r = lazy_limit(task, "regression", pairs=pairs, ridge=0.0, test_x=xt, n_test=10)
     assert np.all(np.isfinite(r.predictions)) and r.solver_info["jitter"] > 0
     assert (r.n_train_pairs, r.n_same, r.n_diff, r.pair_selection) == (6, 3, 3, "given")
     task.symbols[1] = task.symbols[0] + 1e-14          # two numerically equal symbols
@@ -113,7 +113,7 @@ def test_duplicates_and_near_singular_grams_stay_finite():
 
 def test_sampled_pairs_are_distinct_balanced_and_recorded():
     task = SameDifferent(d=3, L=10, seed=8)
-    r = lazy_limit(task, pairs=50, seed=3, n_test=100)
+    r = lazy_limit(task, "regression", pairs=50, seed=3, n_test=100)
     assert (r.n_train_pairs, r.n_same, r.n_diff) == (50, 10, 40)
     assert r.pair_selection.startswith("sampled: 10 distinct same pairs and 40 distinct")
     rec = r.to_record()
@@ -121,7 +121,8 @@ def test_sampled_pairs_are_distinct_balanced_and_recorded():
     assert rec["test_accuracy"] == r.test_accuracy and rec["d"] == 3 and rec["L"] == 10
     assert abs(r.test_accuracy_se - math.sqrt(r.test_accuracy * (1 - r.test_accuracy) / 100)) \
         < 1e-15
-    assert lazy_cell(3, 10, task_seed=8, seed=3, pairs=50, n_test=100)["test_accuracy"] \
+    assert lazy_cell(3, 10, task_seed=8, seed=3, method="regression", pairs=50,
+                     n_test=100)["test_accuracy"] \
         == r.test_accuracy
 
 

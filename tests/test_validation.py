@@ -71,9 +71,13 @@ def test_sample_sizes(method):
     ("width", 0, r"`width` must be an integer >= 1; got 0"),
     ("width", -4, r"`width` must be an integer >= 1; got -4"),
     ("steps", 0, r"`steps` must be an integer >= 1; got 0"),
-    ("batch_size", 0, r"`batch_size` must be an integer >= 1; got 0"),
+    ("batch_size", 0, r"`batch_size` must be an even integer >= 2 \(exactly half of a batch "
+                      r"are same pairs\); got 0"),
+    ("batch_size", 3, r"`batch_size` must be an even integer >= 2 .*; got 3"),
+    ("batch_size", 1, r"`batch_size` must be an even integer >= 2 .*; got 1"),
     ("eval_every", 0, r"`eval_every` must be an integer >= 1; got 0"),
-    ("n_test", 0, r"`n_test` must be an integer >= 1; got 0"),
+    ("n_test", 0, r"`n_test` must be an integer >= 2; got 0"),
+    ("n_test", 1, r"`n_test` must be an integer >= 2; got 1"),
     ("alpha0", 0.0, r"`alpha0` must be a finite number > 0"),
     ("alpha0", math.nan, r"`alpha0` must be a finite number > 0"),
     ("seed", -1, r"`seed` must be an integer >= 0; got -1"),
@@ -100,6 +104,9 @@ def test_gamma_not_positive_finite(gamma):
 
 def test_gamma_types():
     with pytest.raises(TypeError, match=r"`gamma` must be a real number"):
+        train(TASK, b"1", **TINY)
+    # a string is the vocabulary of the scans and the CLI: "lazy" or an error naming both
+    with pytest.raises(ValueError, match=r"`gamma` must be a number > 0 or 'lazy'.*got '1'"):
         train(TASK, "1", **TINY)
     with pytest.raises(TypeError, match=r"`gamma` must be a single value"):
         train(TASK, [1.0, 2.0], **TINY)
@@ -333,3 +340,177 @@ def test_train_names_itself_for_an_unknown_option_and_repr_is_short():
     r = train(task, 1.0, width=8, steps=5, seed=0, eval_every=5, n_test=16)
     assert repr(r).startswith("TrainResult(task='SameDifferent', d=4, L=3, gamma=1.0, width=8")
     assert len(repr(r)) < 200
+
+
+# -- sizes that cannot fit: refused before allocating, naming the parameter ----------
+
+GiB = 1 << 30
+
+
+@pytest.fixture
+def sixteen_gib(monkeypatch):
+    """Pretend 16 GiB are available, whatever the machine has."""
+    from fastsd import _memory
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 16 * GiB)
+
+
+def _psvrt():
+    return fastsd.PSVRT(n_train_patterns=4, seed=0)
+
+
+def _big_rows():
+    return np.zeros((10**6, 1))
+
+
+OVERSIZED = [
+    ("train width", "width", lambda: train(TASK, 1.0, **tiny(width=10**9))),
+    ("train n_test", "n_test", lambda: train(TASK, 1.0, **tiny(n_test=10**10))),
+    ("train batch_size", "batch_size", lambda: train(TASK, 1.0, **tiny(batch_size=10**9))),
+    ("train eval_every", "eval_every",
+     lambda: train(TASK, 1.0, **tiny(batch_size=1000, eval_every=10**9, steps=10**9))),
+    ("ensemble of many", "seed", lambda: train_ensemble(TASK, 1.0, range(10**9), width=2,
+                                                        steps=2)),
+    ("image task width", "width", lambda: train(_psvrt(), 1.0, **tiny(width=10**9))),
+    ("symbols", "L", lambda: SameDifferent(d=10**6, L=10**6)),
+    ("symbols d", "d", lambda: SameDifferent(d=10**12, L=2)),
+    ("sample_test", "n", lambda: TASK.sample_test(10**12)),
+    ("image sample_train", "n", lambda: _psvrt().sample_train(10**10)),
+    ("PSVRT layout", "n_patches", lambda: fastsd.PSVRT(n_patches=10**6, n_train_patterns=4)),
+    ("PSVRT patterns", "n_train_patterns",
+     lambda: fastsd.PSVRT(patch=7, n_train_patterns=10**12)),
+    ("Pentomino layout", "width", lambda: fastsd.Pentomino(width=10**5, n_train_shapes=4)),
+    ("walkers", "n_walkers", lambda: fastsd.walkers.simulate(16, 512, 10, n_walkers=10**12)),
+    ("walkers batch", "batch_size", lambda: fastsd.walkers.simulate(16, 10**11, 1, n_walkers=2,
+                                                                     backend="numpy")),
+    ("lazy n_test", "n_test", lambda: fastsd.lazy_limit(TASK, n_test=10**11)),
+    ("lazy Gram", "L", lambda: fastsd.lazy_limit(SameDifferent(d=1, L=10**6, seed=0),
+                                                 pairs=100)),
+    ("bayes", "n_test", lambda: fastsd.bayes.accuracy(TASK, "generalizing", 10**12)),
+]
+
+
+@pytest.mark.parametrize("case, name, call", OVERSIZED, ids=[c[0] for c in OVERSIZED])
+def test_oversized_inputs_fail_before_allocating(case, name, call, sixteen_gib):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(fastsd.SizeTooLargeError) as exc:
+            call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    msg = str(exc.value)
+    assert msg.startswith(f"`{name}` = "), msg
+    assert " needs " in msg and msg.endswith(".") and "\n" not in msg
+    needed = float(msg.split(" needs ")[1].split()[0])
+    unit = msg.split(" needs ")[1].split()[1]
+    assert needed * 2 ** {"GiB": 30, "TiB": 40, "PiB": 50, "EiB": 60}[unit] > 16 * GiB
+    assert "but 16.00 GiB is available" in msg
+    assert isinstance(exc.value, MemoryError) and isinstance(exc.value, ValueError)
+    assert peak < 64 << 20, f"{case} allocated {peak} bytes before refusing"
+
+
+@pytest.mark.parametrize("kernel", ["ntk", "nngp", "arccos", "empirical_ntk"])
+def test_kernels_on_a_million_rows_fail_before_allocating(kernel, sixteen_gib):
+    import tracemalloc
+
+    from fastsd import kernels
+    X = _big_rows()
+    call = {"empirical_ntk": lambda: kernels.empirical_ntk(X, X, width=8)}.get(
+        kernel, lambda: getattr(kernels, kernel)(X, X))
+    tracemalloc.start()
+    try:
+        with pytest.raises(fastsd.SizeTooLargeError,
+                           match=r"^`X` = 1000000 rows needs [\d.]+ TiB .*\(1000000 x 1000000 "
+                                 r"entries\), but 16.00 GiB is available; compute the kernel on "
+                                 r"blocks of rows of `X` or `Y`\.$"):
+            call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_sizes_that_fit_run_and_the_check_reads_real_memory():
+    from fastsd import _memory
+    avail = _memory.available_bytes()
+    assert avail is None or avail > 0
+    assert _memory.default_max_bytes() > 0
+    # the lazy solve keeps its own error, now a kind of SizeTooLargeError
+    from fastsd.kernels import SolveTooLargeError
+    assert issubclass(SolveTooLargeError, fastsd.SizeTooLargeError)
+    assert train(TASK, 1.0, **TINY).best_test_accuracy >= 0.0
+
+
+def test_walkers_accept_odd_batches_where_each_sample_is_its_own_coin():
+    # App. C.3 step 2: v = u with probability 1/2 per sample, so an odd batch is meaningful
+    from fastsd.walkers import _reference, simulate
+    u, v, _ = _reference.draw(np.uint64(5), np.arange(200), 16, 0, 7)
+    same = (u == v).sum(axis=1)
+    assert len(set(same.tolist())) > 3                 # not exactly half of each batch
+    assert abs(same.mean() / 7 - 0.5) < 0.05
+    a = simulate(16, 7, 20, n_walkers=4, seed=1, backend="numpy")
+    b = simulate(16, 7, 20, n_walkers=4, seed=1, backend="cpu")
+    np.testing.assert_array_equal(a.omega1, b.omega1)
+    assert a.counts.sum() == 4 * 7 * 20
+
+
+# -- one vocabulary: gamma="lazy", seeds as iterables, results' settings --------------
+
+def test_train_takes_gamma_lazy_resolved_by_the_task():
+    from fastsd.scan import get_predictor, lazy_gamma
+    r = train(TASK, "lazy", **TINY)
+    assert r.gamma == TASK.lazy_gamma() == lazy_gamma(TASK.d)
+    same = train(TASK, lazy_gamma(TASK.d), **TINY)
+    np.testing.assert_array_equal(r.final_params.w, same.final_params.w)
+    # image tasks have no sqrt(d): "lazy" is 1e-5, as the mlp_image predictor makes it
+    psvrt = _psvrt()
+    rs = train_ensemble([TASK, TASK], ["lazy", 1.0], 0, width=2, steps=2, batch_size=2,
+                        eval_every=1, n_test=4)
+    assert [x.gamma for x in rs] == [lazy_gamma(3), 1.0]
+    want = get_predictor("mlp_image").prepare(dict(task="psvrt", L=4, gamma="lazy", seed=0,
+                                                   width=2, steps=2))["gamma"]
+    assert psvrt.lazy_gamma() == want == 1e-5
+    with pytest.raises(ValueError, match=r"`gamma` must be a number > 0 or 'lazy'.*'LAZY'"):
+        train_ensemble(TASK, ["LAZY"], 0, width=2, steps=2)
+
+
+@pytest.mark.parametrize("seeds", [range(3), np.arange(3), (s for s in range(3)), (0, 1, 2)])
+def test_ensemble_seeds_may_be_any_iterable_of_ints(seeds):
+    kw = dict(width=2, steps=2, batch_size=2, eval_every=1, n_test=4)
+    want = [r.final_params.w for r in train_ensemble(TASK, 1.0, [0, 1, 2], **kw)]
+    got = train_ensemble(TASK, 1.0, seeds, **kw)
+    assert [r.seed for r in got] == [0, 1, 2]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.final_params.w, w)
+    with pytest.raises(TypeError, match=r"`seed` must be a single value in train"):
+        train(TASK, 1.0, **tiny(seed=range(2)))
+
+
+def test_train_result_exposes_its_settings_read_only(trained):
+    for name in ("gamma", "d", "L", "sigma2", "width", "steps", "seed", "batch_size", "alpha0",
+                 "lr", "eval_every", "n_test", "init", "backend", "path", "dtype", "batches"):
+        assert getattr(trained, name) == trained.config[name], name
+        assert getattr(type(trained), name).__doc__, name
+        with pytest.raises(AttributeError):
+            setattr(trained, name, 0)
+    r = train(_psvrt(), 1.0, **TINY)
+    assert r.L == 4
+    with pytest.raises(AttributeError, match=r"no setting 'd'"):
+        r.d
+
+
+def test_scan_predictors_refuse_odd_batches_and_single_test_pairs():
+    from fastsd.scan import get_predictor
+    mlp = dict(d=4, L=3, gamma=1.0, seed=0, width=2, steps=2)
+    image = dict(task="psvrt", L=4, gamma=1.0, seed=0, width=2, steps=2)
+    for name, base in (("mlp", mlp), ("mlp_image", image)):
+        with pytest.raises(ValueError, match=r"`batch_size` must be an even integer >= 2"):
+            get_predictor(name).prepare(dict(base, batch_size=5))
+        with pytest.raises(ValueError, match=r"`n_test` must be an integer >= 2; got 1"):
+            get_predictor(name).prepare(dict(base, n_test=1))
+    with pytest.raises(ValueError, match=r"`n_test` must be an integer >= 2; got 1"):
+        get_predictor("lazy_limit").prepare(dict(d=4, L=3, n_test=1))
+    with pytest.raises(ValueError, match=r"`batch_size` must be an even integer >= 2"):
+        fastsd.lazy_limit(TASK, "logistic_sgd", batch_size=3)

@@ -15,6 +15,7 @@ tangent kernel is ntk / (gamma^2 d).
 """
 import numpy as np
 
+from .._memory import check_fits, need
 from .._validation import check_array
 from . import _reference
 
@@ -41,8 +42,18 @@ def _check_xy(X, Y):
     return X, Y, out, np
 
 
+def kernel_need(X, Y, per_entry, what):
+    """The ``Need`` of an n x k kernel of ``per_entry`` bytes an entry, blaming X or Y."""
+    n, k = X.shape[0], Y.shape[0]
+    fix = "compute the kernel on blocks of rows of `X` or `Y`"
+    return need(per_entry * n * k, f"{what} ({n} x {k} entries)", ("X", n, f"{n} rows", fix),
+                ("Y", k, f"{k} rows", fix))
+
+
 def _kernels(X, Y):
     X, Y, out, xp = _check_xy(X, Y)
+    if xp is np:       # the three kernels, the cosines, angles and their temporaries, float64
+        check_fits([kernel_need(X, Y, 96, "the kernels and their float64 temporaries")])
     return [k.astype(out, copy=False) for k in _reference.arccos_kernels(X, Y, xp)]
 
 
@@ -74,6 +85,10 @@ def arccos(X, Y, order=1):
         for ``order`` not 0 or 1.
     TypeError
         For non-numeric input, or a NumPy array mixed with a CuPy array.
+    SizeTooLargeError
+        Before computing, when the n x k kernel and its temporaries (about
+        96 bytes an entry) would not fit in the memory available; the message
+        names `X` or `Y` and the bytes.
 
     Examples
     --------

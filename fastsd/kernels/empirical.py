@@ -2,7 +2,9 @@
 import numpy as np
 
 from .._rng import seed_sequence
+from .._memory import check_fits, need
 from .._validation import check_array, check_int, check_seed
+from .arccos import kernel_need
 from ..mlp.model import init_params
 
 _CHUNK = 4096
@@ -40,6 +42,9 @@ def empirical_ntk(X, Y, width, seed=None):
     ------
     ValueError, TypeError
         For wrong shapes, NaN/inf, a width < 1 or a bad seed.
+    SizeTooLargeError
+        Before computing, when the n x k kernel (and its products) would not
+        fit in the memory available.
 
     Examples
     --------
@@ -54,6 +59,11 @@ def empirical_ntk(X, Y, width, seed=None):
     Y = check_array("Y", Y, shape=(None, X.shape[1]))
     width = check_int("width", width, minimum=1)
     check_seed("seed", seed)
+    m = min(_CHUNK, width)      # a chunk's weights, and its activations at X and Y (x 4)
+    check_fits([kernel_need(X, Y, 24, "the kernel, the dot products and a product"),
+                need(8 * m * (X.shape[1] + 4 * (X.shape[0] + Y.shape[0])), f"a chunk of "
+                     f"{m} units' weights and activations", ("X", X.shape[0], f"{X.shape[0]} rows"),
+                     ("Y", Y.shape[0], f"{Y.shape[0]} rows"))])
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(
         seed_sequence(seed))
     dots = X @ Y.T

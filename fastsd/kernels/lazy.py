@@ -65,7 +65,6 @@ equal symbols thus give finite results.
 import contextlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -74,8 +73,11 @@ import numpy as np
 from .. import __version__
 from .._dispatch import resolve_backend
 from .._json import strict_json
+from .._memory import Need, check_fits, default_max_bytes, fmt_bytes
 from .._rng import seed_sequence, train_streams
-from .._validation import check_array, check_choice, check_float, check_int, check_seed
+from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
+                           check_seed)
+from ..exceptions import SizeTooLargeError
 from ..tasks.base import Task
 from . import _reference
 
@@ -88,7 +90,7 @@ _BLOCK_BYTES = 64 << 20
 _PAIR_TAG = 3001
 
 
-class SolveTooLargeError(MemoryError, ValueError):
+class SolveTooLargeError(SizeTooLargeError):
     """A requested exact solve would not fit in memory (or time); raised before allocating."""
 
 
@@ -104,20 +106,6 @@ def _one_blas_thread():
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
-
-
-def _default_max_bytes():
-    """Half the memory available now, or 4 GiB where that cannot be read."""
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
-    except (ValueError, OSError, AttributeError):
-        return 4 << 30
-
-
-def _fmt_bytes(n):
-    if n >= 2**30:
-        return f"{n / 2**30:.2f} GiB"
-    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
 @dataclass(eq=False)
@@ -273,14 +261,30 @@ class _Tester:
 
 
 # -- training pairs -----------------------------------------------------------
-def _choose_pairs(L, pairs, seed):
-    """Return u, v (int64), and a description of how they were chosen."""
+def _count_pairs(L, pairs):
+    """Validate ``pairs`` (see ``lazy_limit``) and return how many training pairs it gives."""
     if isinstance(pairs, str):
         check_choice("pairs", pairs, ("all",))
+        return L * L
+    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, (bool, np.bool_)):
+        return check_int("pairs", pairs, minimum=2, maximum=L * L)
+    arr = np.asarray(pairs)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"`pairs` must be 'all', an integer number of pairs, or an integer "
+                         f"array of shape (P, 2); got {pairs!r:.80}.")
+    if arr.min() < 0 or arr.max() >= L:
+        raise ValueError(f"`pairs` must hold symbol indices in [0, {L - 1}]; got values in "
+                         f"[{arr.min()}, {arr.max()}].")
+    return arr.shape[0]
+
+
+def _choose_pairs(L, pairs, seed):
+    """Return u, v (int64), and a description of how they were chosen (``pairs`` validated)."""
+    if isinstance(pairs, str):
         u, v = np.divmod(np.arange(L * L, dtype=np.int64), L)
         return u, v, "all ordered pairs"
-    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, (bool, np.bool_)):
-        n = check_int("pairs", pairs, minimum=2, maximum=L * L)
+    if isinstance(pairs, (int, np.integer)):
+        n = int(pairs)
         ss = seed_sequence(seed)
         rng = np.random.default_rng(np.random.SeedSequence(
             ss.entropy, spawn_key=ss.spawn_key + (_PAIR_TAG,)))
@@ -297,12 +301,6 @@ def _choose_pairs(L, pairs, seed):
                       f"different pairs, uniformly without replacement (seed {ss.entropy}, "
                       f"spawn key {ss.spawn_key + (_PAIR_TAG,)})")
     arr = np.asarray(pairs)
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1 or arr.dtype.kind not in "iu":
-        raise ValueError(f"`pairs` must be 'all', an integer number of pairs, or an integer "
-                         f"array of shape (P, 2); got {pairs!r:.80}.")
-    if arr.min() < 0 or arr.max() >= L:
-        raise ValueError(f"`pairs` must hold symbol indices in [0, {L - 1}]; got values in "
-                         f"[{arr.min()}, {arr.max()}].")
     return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), "given"
 
 
@@ -387,7 +385,7 @@ def _lambda_max(Kop, sw, xp, iters=30):
 
 
 # -- public -------------------------------------------------------------------
-def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096, test_x=None,
+def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1024, test_x=None,
                ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None, steps=25000,
                alpha0=None, eval_every=1000, batch_size=128, backend="auto", progress=False):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
@@ -400,10 +398,11 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
     ----------
     task : SameDifferent
         A clean symbol task (sigma2 = 0); its L symbols are the training symbols.
-    method : {"regression", "logistic_flow", "logistic_sgd"}
-        "regression": weighted kernel ridge(less) regression of the labels
-        +-1 over the training distribution (half same, half different), the
-        t -> infinity limit of squared-loss gradient flow. "logistic_flow":
+    method : {"logistic_flow", "regression", "logistic_sgd"}, default "logistic_flow"
+        The default is the trained network's limit, as in ``fastsd ntk`` and
+        the "lazy_limit" scan predictor. "regression": weighted kernel
+        ridge(less) regression of the labels +-1 over the training
+        distribution (half same, half different), the t -> infinity limit of squared-loss gradient flow. "logistic_flow":
         gradient flow of the BCE over the training distribution for ``steps``
         SGD steps' worth of time (RK4). "logistic_sgd": the limit network's
         SGD on the batches ``fastsd.train(task, gamma, seed=seed, steps=...,
@@ -419,8 +418,9 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
         None draws fresh entropy, recorded in ``config["seed"]``. Seeds the pair sample, the test sets and (logistic_sgd) the batches.
         Test sets come from ``task.sample_test(n_test, seed)`` (regression) or
         the "test" stream of ``train``'s streams (flows).
-    n_test : int, default 4096
-        Fresh test pairs per evaluation, >= 1.
+    n_test : int, default 1024
+        Fresh test pairs per evaluation, >= 2 (the 1024 of App. G.1, as
+        ``fastsd.train``, ``fastsd ntk`` and the scans).
     test_x : array_like, shape (k, 2d), optional
         Pairs at which to return the logits (``predictions``).
     ridge : float, default 1e-8
@@ -438,7 +438,8 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
     alpha0 : float, optional
         Base learning rate, default the task's (0.1).
     eval_every, batch_size : int
-        Steps between test evaluations; SGD batch size (logistic_sgd).
+        Steps between test evaluations; SGD batch size (logistic_sgd), even
+        and >= 2 as in ``fastsd.train`` (half same, half different pairs).
     backend : {"auto", "numpy", "cpu", "cuda"}
         "numpy": the float64 reference; "cpu": Numba kernels; "cuda": the
         reference on CuPy arrays (needs CuPy and a GPU).
@@ -459,16 +460,20 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
         For a noisy task (sigma2 > 0), bad parameters (named, with the valid
         range), or ``pairs`` outside [0, L).
     SolveTooLargeError
-        (a MemoryError and ValueError) before allocating, when solver="dense"
-        needs more than ``max_bytes`` or no solver can handle P pairs; the
-        message gives the size.
+        (a ``SizeTooLargeError``: a MemoryError and ValueError) before
+        allocating, when solver="dense" needs more than ``max_bytes`` or no
+        solver can handle P pairs; the message gives the size.
+    SizeTooLargeError
+        Before allocating, when the test sets (``n_test`` or ``test_x``
+        pairs against the L symbols) or the SGD batches would not fit in the
+        memory available; the message names the parameter and the bytes.
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
 
     Examples
     --------
     >>> from fastsd import SameDifferent
-    >>> r = lazy_limit(SameDifferent(d=4, L=16, seed=0), n_test=2000, seed=1)
+    >>> r = lazy_limit(SameDifferent(d=4, L=16, seed=0), "regression", n_test=2000, seed=1)
     >>> r.n_train_pairs, r.test_accuracy > 0.6
     (256, True)
     """
@@ -486,15 +491,15 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
         raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None, so that the "
                         "result can be rebuilt; got a Generator.")
     seed = seed_sequence(seed)      # None: fresh entropy, recorded in config["seed"]
-    n_test = check_int("n_test", n_test, minimum=1)
+    n_test = check_int("n_test", n_test, minimum=2)
     ridge = check_float("ridge", ridge, nonnegative=True)
     tol = check_float("tol", tol, positive=True)
     steps = check_int("steps", steps, minimum=1)
     eval_every = check_int("eval_every", eval_every, minimum=1)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
+    batch_size = check_batch_size("batch_size", batch_size)
     alpha0 = task.default_alpha0 if alpha0 is None else check_float("alpha0", alpha0,
                                                                      positive=True)
-    max_bytes = _default_max_bytes() if max_bytes is None else check_int(
+    max_bytes = default_max_bytes() if max_bytes is None else check_int(
         "max_bytes", max_bytes, minimum=1)
     if test_x is not None:
         test_x = check_array("test_x", test_x, shape=(None, task.input_dim))
@@ -506,23 +511,25 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
     xp = ops.xp
 
     L = task.L
-    u, v, selection = _choose_pairs(L, pairs, seed)
-    P = len(u)
+    P = _count_pairs(L, pairs)
     maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
     dense_bytes = 8 * P * P
     if solver == "dense" and dense_bytes > max_bytes:
         raise SolveTooLargeError(
-            f"an exact dense solve over P = {P} training pairs needs {_fmt_bytes(dense_bytes)} "
-            f"for the P x P float64 kernel, more than max_bytes = {_fmt_bytes(max_bytes)}; use "
+            f"an exact dense solve over P = {P} training pairs needs {fmt_bytes(dense_bytes)} "
+            f"for the P x P float64 kernel, more than max_bytes = {fmt_bytes(max_bytes)}; use "
             f"solver='cg' (matrix-free), pairs=<n> to sample n pairs, or raise max_bytes.")
     if solver == "auto":
         solver = "dense" if dense_bytes <= max_bytes else "cg"
         if solver == "cg" and P > CG_MAX_PAIRS:
             raise SolveTooLargeError(
                 f"P = {P} training pairs is too many for an exact solve: the dense kernel "
-                f"needs {_fmt_bytes(dense_bytes)} (max_bytes = {_fmt_bytes(max_bytes)}) and a "
+                f"needs {fmt_bytes(dense_bytes)} (max_bytes = {fmt_bytes(max_bytes)}) and a "
                 f"matrix-free product costs P^2 = {P * P:.2e} kernel evaluations; use "
                 f"pairs=<n> to sample n pairs, or solver='cg' to insist.")
+    check_fits(_needs(task, method, pairs, P, n_test, test_x, min(eval_every, steps),
+                      batch_size))
+    u, v, selection = _choose_pairs(L, pairs, seed)
 
     S = ops.asarray(task.symbols, xp.float64)
     G = S @ S.T
@@ -576,6 +583,29 @@ def lazy_limit(task, method="regression", *, pairs="all", seed=None, n_test=4096
         n_test=n_test, n_train_pairs=P, n_same=int(same.sum()), n_diff=int(P - same.sum()),
         pair_selection=selection, solver=solver, solver_info=info, history=history,
         predictions=preds, config=config, wall_time=time.perf_counter() - start)
+
+
+def _needs(task, method, pairs, P, n_test, test_x, chunk, batch_size):
+    """The allocations of ``lazy_limit`` that scale with its sizes, but the P x P kernel
+    (checked against ``max_bytes``)."""
+    L, p = task.L, task.input_dim
+    # pair indices, weights, labels, norms and the solver's vectors, float64 or int64
+    sizer = ("L", L) if isinstance(pairs, str) else ("pairs", P)
+    needs = [Need(8 * 16 * P, f"the training pairs and their solver vectors ({P} pairs)",
+                  *sizer),
+             Need(16 * L * L, f"the symbol Gram matrix ({L} x {L})", "L", L)]
+    # a test set: pairs (n, 2d) and fresh symbols, float64, and their dot products with the
+    # L symbols (n, L) twice
+    test = 8 * n_test * (3 * p + 2 * L)
+    needs.append(Need(test, f"the test sets ({n_test} pairs x {p} inputs and x {L} symbols)",
+                      "n_test", n_test))
+    if test_x is not None:
+        needs.append(Need(16 * len(test_x) * L, f"the logits at `test_x` ({len(test_x)} pairs "
+                          f"x {L} symbols)", "test_x", f"{len(test_x)} pairs"))
+    if method == "logistic_sgd":       # pair indices, labels and offsets of an evaluation's steps
+        needs.append(Need(48 * chunk * batch_size, f"the SGD batches ({chunk} steps x "
+                          f"{batch_size} pairs)", "batch_size", batch_size))
+    return needs
 
 
 def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batch_size, alpha0,
@@ -656,7 +686,7 @@ def _seed_record(ss):
     return None if ss.spawn_key else int(ss.entropy)
 
 
-def lazy_cell(d, L, *, task_seed=0, seed=0, method="regression", **kwargs):
+def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):
     """One cell of the Fig. 1e lazy heatmap as a strict-JSON record.
 
     Builds ``SameDifferent(d, L, seed=task_seed)`` and returns
@@ -668,7 +698,7 @@ def lazy_cell(d, L, *, task_seed=0, seed=0, method="regression", **kwargs):
         Symbol dimension (>= 1) and number of training symbols (>= 2).
     task_seed, seed : int
         Seeds of the symbols and of the solve (pair sample, test sets).
-    method : str
+    method : str, default "logistic_flow"
         See ``lazy_limit``.
     **kwargs
         Passed to ``lazy_limit`` (pairs, n_test, solver, steps, backend, ...).
@@ -679,7 +709,7 @@ def lazy_cell(d, L, *, task_seed=0, seed=0, method="regression", **kwargs):
 
     Examples
     --------
-    >>> rec = lazy_cell(4, 8, n_test=500)
+    >>> rec = lazy_cell(4, 8, method="regression", n_test=500)
     >>> rec["method"], rec["n_train_pairs"]
     ('regression', 64)
     """

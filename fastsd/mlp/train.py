@@ -1,4 +1,5 @@
 """SGD training of centered ReLU MLPs on same-different tasks (Sec. 2, App. F-G)."""
+import collections.abc
 import inspect
 import math
 import time
@@ -10,8 +11,10 @@ from .. import __version__
 from .._dispatch import cuda_simulator, resolve_backend
 from .._json import strict_json
 from .._rng import seed_sequence, train_streams
-from .._validation import check_choice, check_float, check_int, check_seed
-from ..tasks.base import Task
+from .._memory import Need, check_fits, need
+from .._validation import check_batch_size, check_choice, check_float, check_int, check_seed
+from ..tasks.base import Task, is_lazy
+from ..tasks.symbols import SameDifferent
 from . import _engines
 from .evaluate import output
 from .model import INITS, Params, init_params
@@ -19,6 +22,17 @@ from .model import INITS, Params, init_params
 PATHS = ("auto", "dense", "symbol")
 DTYPES = ("float32", "float64")
 BATCHES = ("host", "device")
+
+
+def _setting(key, doc):
+    """A read-only property of ``TrainResult`` that reads ``config[key]``."""
+    def get(self):
+        try:
+            return self.config[key]
+        except KeyError:
+            raise AttributeError(f"this TrainResult has no setting {key!r} (its task "
+                                 f"{self.config.get('task')!r} does not have one)") from None
+    return property(get, doc=doc)
 
 
 @dataclass(eq=False, repr=False)
@@ -45,6 +59,12 @@ class TrainResult:
     diverged : bool
         True when the training loss became NaN or inf; the accuracies are then
         those of a broken model.
+
+    The settings are also read-only attributes over ``config``: ``gamma``,
+    ``d``, ``L``, ``sigma2``, ``width``, ``steps``, ``seed``, ``batch_size``,
+    ``alpha0``, ``lr``, ``eval_every``, ``n_test``, ``init``, ``backend``,
+    ``path``, ``dtype``, ``batches`` (``d``, ``L`` and ``sigma2`` where the
+    task has them; an AttributeError otherwise).
     """
 
     best_test_accuracy: float
@@ -55,6 +75,24 @@ class TrainResult:
     config: dict = field(default_factory=dict)
     wall_time: float = 0.0
     diverged: bool = False
+
+    gamma = _setting("gamma", "Richness gamma of the run (a number; \"lazy\" is stored resolved).")
+    d = _setting("d", "Symbol dimension d of the task (symbol tasks).")
+    L = _setting("L", "Number of training symbols or items L of the task.")
+    sigma2 = _setting("sigma2", "Input noise variance of the task (symbol tasks).")
+    width = _setting("width", "Hidden units m.")
+    steps = _setting("steps", "SGD steps trained.")
+    seed = _setting("seed", "The integer that repeats the run (None for a Generator seed).")
+    batch_size = _setting("batch_size", "Pairs per SGD step.")
+    alpha0 = _setting("alpha0", "Base learning rate alpha0.")
+    lr = _setting("lr", "SGD step size alpha derived from gamma and alpha0 (App. G.1).")
+    eval_every = _setting("eval_every", "Steps between test evaluations.")
+    n_test = _setting("n_test", "Fresh test pairs per evaluation.")
+    init = _setting("init", "Initialisation, \"normal\" or \"truncated\".")
+    backend = _setting("backend", "Backend the run used: \"numpy\", \"cpu\" or \"cuda\".")
+    path = _setting("path", "Training path used: \"dense\" or \"symbol\".")
+    dtype = _setting("dtype", "Floating-point type of the training arithmetic.")
+    batches = _setting("batches", "Where the batches were drawn: \"host\" or \"device\".")
 
     def __repr__(self):
         c = self.config
@@ -169,12 +207,82 @@ def _recorded_seed(ss):
     return int(ss.entropy)
 
 
+def _is_many(value):
+    """True for a sequence or other iterable of values (list, range, array, generator, ...).
+
+    A string, a task, a SeedSequence, a Generator and a 0-d array are one value.
+    """
+    if isinstance(value, (str, bytes, Task, np.random.SeedSequence, np.random.Generator)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim > 0
+    return isinstance(value, collections.abc.Iterable)
+
+
 def _broadcast(name, value):
-    if isinstance(value, (list, tuple, np.ndarray)):
+    if _is_many(value):
+        value = list(value)
         if len(value) == 0:
             raise ValueError(f"`{name}` must be a non-empty sequence or a scalar; got an empty one.")
-        return list(value)
+        return value
     return [value]
+
+
+#: Bytes of Python state per model besides its arrays (seed, generators, result), measured.
+_MODEL_BYTES = 8 << 10
+
+
+def _models_need(M, sizer):
+    """The per-model state of M models, ``sizer`` the argument that sets M."""
+    return Need(M * _MODEL_BYTES, f"the per-model state ({M} models x 8 KiB: seeds, generators, "
+                f"results)", sizer, f"{M} values", "train fewer models per call")
+
+
+def _memory_needs(tasks, paths, test_sources, M, width, batch_size, chunk, n_test, itemsize,
+                  sizer):
+    """The allocations of ``train_ensemble`` that scale with its sizes, as ``Need``s.
+
+    ``chunk`` is the steps of one evaluation window (their batches are drawn
+    together); ``sizer`` names the argument that sets the number of models M.
+    Each need blames the largest of the sizes it is a product of.
+    """
+    p, m, B, T = tasks[0].input_dim, width, batch_size, n_test
+    sizes = {"models": (sizer, M, f"{M} values", "train fewer models per call"),
+             "width": ("width", m), "n_test": ("n_test", T), "batch_size": ("batch_size", B),
+             "eval_every": ("eval_every", chunk),
+             "inputs": (("d", p, tasks[0].d) if isinstance(tasks[0], SameDifferent) else
+                        ("task", p, repr(tasks[0]), f"use a task with fewer inputs than {p}"))}
+
+    def part(nbytes, what, *factors):
+        return need(nbytes, what, *(sizes[f] for f in factors))
+
+    many = "model" if M == 1 else "models"
+    n_sets = len(set(test_sources))
+    needs = [
+        # initial float64, the engine's w0 and displacement, the results' initial and final
+        part(M * m * p * (8 + 2 * itemsize + 16), f"the hidden weights ({M} {many} x {m} units "
+             f"x {p} inputs, in float64 and {8 * itemsize}-bit copies)", "width", "models",
+             "inputs"),
+        # an evaluation window's pair indices and labels
+        part(M * chunk * B * 48, f"the training batches ({M} {many} x {chunk} steps x {B} "
+             f"pairs)", "batch_size", "eval_every", "models"),
+        part(M * B * (p * (itemsize + 16) + 3 * m * itemsize), f"one step's inputs and "
+             f"activations ({M} {many} x {B} pairs x ({p} inputs + 3 x {m} units))",
+             "batch_size", "models", "inputs", "width"),
+        # a test set per distinct source (pairs and their fresh items), held together
+        part(n_sets * T * p * (24 + itemsize), f"the test sets ({n_sets} x {T} pairs x {p} "
+             f"inputs)", "n_test", "inputs", "models"),
+        part(M * T * m * 2 * itemsize, f"the test activations ({M} {many} x {T} pairs x {m} "
+             f"units)", "n_test", "width", "models"),
+        _models_need(M, sizer)]
+    for task, path in zip(tasks, paths):
+        if path == "symbol":       # symbols, Gram matrix and six L x m coordinate arrays
+            L, d = task.L, task.d
+            needs.append(Need(M * L * (d + L + 6 * m) * itemsize, f"the symbol-basis state "
+                              f"({M} {many} x {L} symbols x ({d} + {L} + 6 x {m}))", "L", L,
+                              "use a task with a smaller `L`, or path='dense'"))
+            break
+    return needs
 
 
 def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
@@ -193,10 +301,15 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     Parameters
     ----------
     task : Task or sequence of Task
-    gamma : float or sequence of float
-        Richness, > 0 (Eq. 1). The paper's "gamma ~ 0" is 1e-5/sqrt(d).
-    seed : int, None or sequence of them
+    gamma : float, "lazy" or a sequence of them
+        Richness, > 0 (Eq. 1). "lazy" is the paper's "gamma ~ 0" for the
+        model's task (``task.lazy_gamma()``): 1e-5/sqrt(d) on
+        ``SameDifferent``, 1e-5 on the image tasks, which have no sqrt(d)
+        factor; as ``gamma="lazy"`` in ``fastsd train`` and ``fastsd.scan.Grid``.
+        The results record the number.
+    seed : int, None or a sequence of them
         Per-model seeds (init, batches, noise and test sets derive from it).
+        A sequence may be any iterable: a list, ``range(3)``, a NumPy array.
         None draws fresh entropy, recorded as ``config["seed"]`` so that the
         run can be repeated.
     width : int
@@ -204,6 +317,8 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     steps : int
         SGD steps, >= 1.
     batch_size : int, default 128
+        Pairs per SGD step, even and >= 2: exactly half of every batch are
+        same pairs (App. G.1).
     alpha0 : float, optional
         Base learning rate; default the task's (0.1 for ``SameDifferent``).
         The step size is alpha = gamma^2 d alpha0 for gamma <= 1 and
@@ -211,7 +326,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     eval_every : int, default 1000
         Steps between test evaluations; the last step is always evaluated.
     n_test : int, default 1024
-        Fresh test pairs per evaluation.
+        Fresh test pairs per evaluation, >= 2.
     backend : {"auto", "numpy", "cpu", "cuda"}
         "numpy" is the float64 reference; "cpu" the Numba kernels; "cuda"
         CuPy (cuBLAS) GEMMs batched over the ensemble and Numba-CUDA fused
@@ -247,13 +362,25 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     Raises
     ------
     ValueError, TypeError
-        For a parameter out of range, with its name and valid range.
+        For a parameter out of range, with its name and valid range (an odd
+        ``batch_size``, ``n_test`` < 2, a string ``gamma`` other than "lazy").
+    SizeTooLargeError
+        (a MemoryError and ValueError) before allocating anything, when the
+        weights, batches or test sets of the ensemble would not fit in the
+        memory available; the message names the parameter, the bytes needed
+        and the bytes available.
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
     """
+    for name, value in (("task", task), ("gamma", gamma), ("seed", seed)):
+        if _is_many(value) and isinstance(value, collections.abc.Sized):   # before listing it
+            check_fits([_models_need(len(value), name)])
     tasks, gammas, seeds = (_broadcast(n, v) for n, v in
                             (("task", task), ("gamma", gamma), ("seed", seed)))
     M = max(len(tasks), len(gammas), len(seeds))
+    # the argument that sets the ensemble's size, for the memory check's message
+    sizer = next(n for n, seq in (("seed", seeds), ("gamma", gammas), ("task", tasks))
+                 if len(seq) == M)
     for name, seq in (("task", tasks), ("gamma", gammas), ("seed", seeds)):
         if len(seq) not in (1, M):
             raise ValueError(f"`{name}` must have length 1 or {M} to match the other "
@@ -265,13 +392,14 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     if len({t.input_dim for t in tasks}) != 1:
         raise ValueError("`task` must share one input dimension across the ensemble; got "
                          f"{sorted({t.input_dim for t in tasks})}.")
-    gammas = [check_float("gamma", g, positive=True) for g in gammas]
+    gammas = [t.lazy_gamma() if is_lazy(g) else check_float("gamma", g, positive=True)
+              for t, g in zip(tasks, gammas)]
     seeds = [check_seed("seed", s) for s in seeds]
     width = check_int("width", width, minimum=1)
     steps = check_int("steps", steps, minimum=1)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
+    batch_size = check_batch_size("batch_size", batch_size)
     eval_every = check_int("eval_every", eval_every, minimum=1)
-    n_test = check_int("n_test", n_test, minimum=1)
+    n_test = check_int("n_test", n_test, minimum=2)
     check_choice("path", path, PATHS)
     check_choice("init", init, INITS)
     check_choice("batches", batches, BATCHES)
@@ -294,9 +422,6 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
                for t in tasks]
 
     seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
-    start = time.perf_counter()
-    streams = [train_streams(s) for s in seed_seqs]
-    params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
     scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
     lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
     for g, sc, lr in zip(gammas, scales, lrs):
@@ -306,6 +431,12 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
                              f"{lr!r}).")
     paths = ["dense" if backend == "numpy" else _choose_path(t, width, batch_size, path, backend)
              for t in tasks]
+    test_source = _test_sources(tasks, seed_seqs)
+    check_fits(_memory_needs(tasks, paths, test_source, M, width, batch_size,
+                             min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer))
+    start = time.perf_counter()
+    streams = [train_streams(s) for s in seed_seqs]
+    params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
 
     groups = {}
     for k, (t, pth) in enumerate(zip(tasks, paths)):
@@ -329,7 +460,6 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
                    _engines.SymbolEngine if key[0] == "symbol" else _engines.DenseEngine)
             engines.append((idx, cls(*args)))
 
-    test_source = _test_sources(tasks, seed_seqs)
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
     bar = None
     if progress:
@@ -408,8 +538,9 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
     ----------
     task : Task
         For example ``SameDifferent(d, L)``.
-    gamma : float
-        Richness, > 0.
+    gamma : float or "lazy"
+        Richness, > 0; "lazy" is the paper's gamma ~ 0 for the task
+        (``task.lazy_gamma()``, see ``train_ensemble``).
     width, steps, seed
         Hidden units m >= 1, SGD steps >= 1, and the model's seed.
     **kwargs
@@ -422,8 +553,9 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
 
     Raises
     ------
-    ValueError, TypeError, BackendUnavailableError
-        As ``train_ensemble``.
+    ValueError, TypeError, SizeTooLargeError, BackendUnavailableError
+        As ``train_ensemble``; TypeError also for a sequence of gammas,
+        seeds or tasks (``train_ensemble`` takes those).
 
     Examples
     --------
@@ -438,7 +570,7 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
         raise TypeError(f"train() got an unexpected keyword argument {unknown[0]!r}; valid: "
                         f"{', '.join(sorted(_ENSEMBLE_OPTIONS))}.")
     for name, value in (("gamma", gamma), ("seed", seed), ("task", task)):
-        if isinstance(value, (list, tuple, np.ndarray)):
+        if _is_many(value):
             raise TypeError(f"`{name}` must be a single value in train (use train_ensemble "
                             f"for many); got {value!r}.")
     return train_ensemble(task, gamma, seed, width=width, steps=steps, **kwargs)[0]

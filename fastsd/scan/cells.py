@@ -9,10 +9,8 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from .._validation import check_choice, check_float, check_int
-
-#: gamma * sqrt(d) of the paper's "gamma ~ 0" (lazy) models: gamma = 1e-5/sqrt(d).
-LAZY_GAMMA_SQRT_D = 1e-5
+from .._validation import check_batch_size, check_choice, check_float, check_int
+from ..tasks.base import LAZY_GAMMA_SQRT_D
 
 
 def settings_key(settings):
@@ -23,21 +21,6 @@ def settings_key(settings):
 def lazy_gamma(d):
     """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2, App. G.1)."""
     return LAZY_GAMMA_SQRT_D / math.sqrt(d)
-
-
-def is_lazy(gamma):
-    """True for the setting gamma = "lazy"; any other string is an error.
-
-    Raises
-    ------
-    ValueError
-        For a string other than "lazy" (e.g. "LAZY"), naming both spellings
-        that are accepted.
-    """
-    if isinstance(gamma, str) and gamma != "lazy":
-        raise ValueError(f"`gamma` must be a number > 0 or 'lazy' (the paper's gamma ~ 0); got "
-                         f"{gamma!r}.")
-    return gamma == "lazy"
 
 
 def derive_task_seed(seed, L, d):
@@ -88,7 +71,7 @@ class Cell:
     sigma2 : float, default 0.0
         Input noise variance.
     batch_size, eval_every, n_test : int
-        As in ``fastsd.train``.
+        As in ``fastsd.train``: batch_size even and >= 2, n_test >= 2.
     alpha0 : float, optional
         Base learning rate; None for the task's default (0.1).
     init : {"normal", "truncated"}
@@ -120,10 +103,10 @@ class Cell:
     root_d: bool = True
 
     def __post_init__(self):
-        ints = {"d": 1, "L": 2, "seed": 0, "width": 1, "steps": 1, "batch_size": 1,
-                "eval_every": 1, "n_test": 1}
+        ints = {"d": 1, "L": 2, "seed": 0, "width": 1, "steps": 1, "eval_every": 1, "n_test": 2}
         for name, minimum in ints.items():
             object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
+        object.__setattr__(self, "batch_size", check_batch_size("batch_size", self.batch_size))
         object.__setattr__(self, "gamma", check_float("gamma", self.gamma, positive=True))
         object.__setattr__(self, "sigma2", check_float("sigma2", self.sigma2, nonnegative=True))
         if self.alpha0 is not None:

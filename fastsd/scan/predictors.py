@@ -18,8 +18,9 @@ import time
 from dataclasses import asdict, fields
 
 from .._json import strict_json
-from .._validation import check_choice, check_float, check_int
-from .cells import Cell, is_lazy, lazy_gamma, resolve_task_seed, settings_key
+from .._validation import check_batch_size, check_choice, check_float, check_int
+from ..tasks.base import LAZY_GAMMA_SQRT_D, is_lazy
+from .cells import Cell, lazy_gamma, resolve_task_seed, settings_key
 
 
 class Predictor:
@@ -158,11 +159,12 @@ class MLPImagePredictor(Predictor):
                 if other != task and s[name] is not None:
                     raise ValueError(f"`{name}` must be None (it is a setting of task "
                                      f"{other!r}) with task {task!r}; got {s[name]!r}.")
-        s["gamma"] = 1e-5 if is_lazy(s["gamma"]) else check_float("gamma", s["gamma"],
-                                                                   positive=True)
+        s["gamma"] = LAZY_GAMMA_SQRT_D if is_lazy(s["gamma"]) else check_float(
+            "gamma", s["gamma"], positive=True)      # = the image task's lazy_gamma()
         for name, minimum in (("L", 2), ("seed", 0), ("width", 1), ("steps", 1),
-                              ("batch_size", 1), ("eval_every", 1), ("n_test", 1)):
+                              ("eval_every", 1), ("n_test", 2)):
             s[name] = check_int(name, s[name], minimum)
+        s["batch_size"] = check_batch_size("batch_size", s["batch_size"])
         if s["alpha0"] is not None:
             s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)
         check_choice("init", s["init"], ("normal", "truncated"))
@@ -293,7 +295,8 @@ class LazyLimitPredictor(Predictor):
         check_choice("solver", s["solver"], ("auto", "dense", "cg"))
         if s["pairs"] != "all":     # as kernels.lazy_limit: 2 .. L^2 sampled pairs
             s["pairs"] = check_int("pairs", s["pairs"], 2, s["L"] * s["L"])
-        for name in ("n_test", "steps", "eval_every"):
+        s["n_test"] = check_int("n_test", s["n_test"], 2)
+        for name in ("steps", "eval_every"):
             s[name] = check_int(name, s[name], 1)
         if s["alpha0"] is not None:
             s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)

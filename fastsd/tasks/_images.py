@@ -14,6 +14,7 @@ them with one scatter per stamp, with no loop over examples.
 """
 import numpy as np
 
+from .._memory import Need, check_fits
 from .._rng import seed_sequence, tagged_generator
 from .._validation import check_array, check_int, check_seed
 from .base import Task
@@ -189,6 +190,7 @@ class ImageTask(Task):
         """
         n = check_int("n", n, minimum=1)
         check_seed("seed", seed)
+        self._check_sample_fits(n)
         rng = tagged_generator(seed, "sample_test")
         y = balanced_labels(n, rng)
         return self._test_inputs(y, rng), y
@@ -228,9 +230,14 @@ class GridTask(ImageTask):
     ``_set_geometry``.
     """
 
-    def _set_geometry(self, grid, cell, stamp):
-        self.grid, self.cell, self.stamp = grid, cell, stamp
+    def _set_geometry(self, grid, cell, stamp, name):
+        """Lay out the grid; ``name`` is the parameter that sets ``grid``, for the memory check."""
         side = grid * cell
+        # the cell origins (grid^2 x 3 int64), then an input image and its renderings
+        check_fits([Need(8 * (3 * grid * grid + 4 * side * side), f"the image layout "
+                         f"({grid} x {grid} cells of {cell} pixels, {side} x {side} images)",
+                         name, grid)])
+        self.grid, self.cell, self.stamp = grid, cell, stamp
         self.image_shape = (side, side)
         self.input_dim = side * side
         off = (cell - stamp) // 2

@@ -146,6 +146,9 @@ class Pentomino(GridTask):
     ValueError, TypeError
         For a parameter out of range (width < 2, fewer than two test pieces,
         blur < 0) or of the wrong type.
+    SizeTooLargeError
+        Before allocating, when the image layout (``width``) would not fit in
+        memory.
 
     Examples
     --------
@@ -165,9 +168,9 @@ class Pentomino(GridTask):
         if not isinstance(random_blur, (bool, np.bool_)):
             raise TypeError(f"`random_blur` must be True or False; got {random_blur!r}.")
         self.random_blur = bool(random_blur)
-        perm = self._item_stream(seed).permutation(n_pieces)
         self.width = width
-        self._set_geometry(width, CELL, BOX)
+        self._set_geometry(width, CELL, BOX, "width")
+        perm = self._item_stream(seed).permutation(n_pieces)
         self.train_pieces, self.test_pieces = perm[:n_train], perm[n_train:]
 
     def __repr__(self):

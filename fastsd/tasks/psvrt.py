@@ -1,6 +1,7 @@
 """PSVRT: same-different on random bit-patterns, same up to translation (Sec. 4.1, App. G.3)."""
 import numpy as np
 
+from .._memory import Need, check_fits
 from .._validation import check_int
 from ._images import GridTask, distinct_partner
 
@@ -79,6 +80,9 @@ class PSVRT(GridTask):
     ValueError, TypeError
         For a parameter out of range (patch < 2, n_patches < 2, more training
         patterns than the patch allows) or of the wrong type.
+    SizeTooLargeError
+        Before allocating, when the image layout (``n_patches``) or the
+        training patterns (``n_train_patterns``) would not fit in memory.
 
     Examples
     --------
@@ -95,9 +99,12 @@ class PSVRT(GridTask):
         n_train = self._check_n_train(
             "n_train_patterns", n_train_patterns, self.n_codes - 2,
             f" (2**(patch**2) - 2 for patch={patch}, so that two patterns are left for testing)")
-        rng = self._item_stream(seed)
         self.patch, self.n_patches = patch, n_patches
-        self._set_geometry(n_patches, patch, patch)
+        self._set_geometry(n_patches, patch, patch, "n_patches")
+        # codes and their sampling, gaps, and the patterns (L x patch x patch, float64)
+        check_fits([Need(8 * n_train * (4 + patch * patch), f"the training patterns ({n_train} "
+                         f"x {patch} x {patch})", "n_train_patterns", n_train)])
+        rng = self._item_stream(seed)
         self.codes = np.sort(rng.choice(self.n_codes, size=n_train, replace=False)).astype(np.int64)
         self.patterns = codes_to_patterns(self.codes, patch)
         # The r-th unused code is r + #{j : codes[j] - j <= r} (codes increasing).

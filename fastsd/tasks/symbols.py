@@ -1,9 +1,12 @@
 """The same-different task on Gaussian symbols (Sec. 2, App. G.2)."""
+import math
+
 import numpy as np
 
+from .._memory import check_fits, need
 from .._rng import seed_sequence, tagged_generator
 from .._validation import check_float, check_int, check_seed
-from .base import Task
+from .base import LAZY_GAMMA_SQRT_D, Task
 
 
 class SameDifferent(Task):
@@ -44,6 +47,9 @@ class SameDifferent(Task):
     ------
     ValueError, TypeError
         When a parameter is out of range or of the wrong type.
+    SizeTooLargeError
+        Before drawing, when the L x d symbols would not fit in the memory
+        available (the message names the larger of L and d).
 
     Examples
     --------
@@ -63,6 +69,8 @@ class SameDifferent(Task):
         if isinstance(seed, np.random.Generator):
             raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
                             "so that its symbols can be rebuilt; got a Generator.")
+        check_fits([need(16 * self.L * self.d, f"the training symbols ({self.L} x {self.d}, "
+                         f"float64)", ("L", self.L), ("d", self.d))])
         ss = seed_sequence(seed)
         self.seed_entropy = ss.entropy
         self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
@@ -73,6 +81,13 @@ class SameDifferent(Task):
         self.input_dim = 2 * self.d
         self.scale_dim = self.d if self.root_d else 1
         self.has_symbol_basis = self.sigma2 == 0.0
+
+    def lazy_gamma(self):
+        """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2), what gamma="lazy" means.
+
+        The same with ``root_d=False``, as in the scans (``fastsd.scan.lazy_gamma``).
+        """
+        return LAZY_GAMMA_SQRT_D / math.sqrt(self.d)
 
     def __repr__(self):
         extra = "" if self.root_d else ", root_d=False"
@@ -136,9 +151,15 @@ class SameDifferent(Task):
         x : ndarray, shape (n, 2d), float64
         y : ndarray, shape (n,), float64
             1.0 for same, 0.0 for different.
+
+        Raises
+        ------
+        SizeTooLargeError
+            Before drawing, when the n pairs would not fit in memory.
         """
         n = check_int("n", n, minimum=1)
         check_seed("seed", seed)
+        self._check_sample_fits(n)
         rng = tagged_generator(seed, "sample_train")
         u, v, y = self.draw_pairs(rng, (n,))
         perm = rng.permutation(n)
@@ -165,9 +186,15 @@ class SameDifferent(Task):
         -------
         x : ndarray, shape (n, 2d), float64
         y : ndarray, shape (n,), float64
+
+        Raises
+        ------
+        SizeTooLargeError
+            Before drawing, when the n pairs would not fit in memory.
         """
         n = check_int("n", n, minimum=1)
         check_seed("seed", seed)
+        self._check_sample_fits(n)
         rng = tagged_generator(seed, "sample_test")
         y = np.zeros(n)
         y[: n // 2] = 1.0

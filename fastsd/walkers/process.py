@@ -10,6 +10,7 @@ from .._rng import seed_sequence
 from .._validation import _fail, check_int, check_seed
 from . import _reference
 from .._json import strict_json
+from .._memory import check_fits, need
 from .analysis import alignment, norm_ratio, summary
 
 CATEGORIES = _reference.CATEGORIES
@@ -153,6 +154,24 @@ def check_settings(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None,
                                        maximum=2**62 - n_walkers)}
 
 
+def _needs(backend, L, batch_size, n_walkers):
+    """The allocations of ``simulate`` that scale with its sizes, as ``Need``s."""
+    W, N = n_walkers, batch_size
+    # omega1, omega2 (W x L) and counts, active (W x 4), int64; the result copies them
+    needs = [need(2 * 8 * W * (2 * L + 8), f"the walker states ({W} walkers x (2 x {L} + 8) "
+                  f"int64)", ("n_walkers", W), ("L", L))]
+    if backend == "numpy":      # a batch's u, v, coin and the step's temporaries, (W, N) int64
+        needs.append(need(16 * 8 * W * N, f"the numpy backend's batch arrays ({W} walkers x "
+                          f"{N} samples x 16 int64)", ("n_walkers", W), ("batch_size", N)))
+    elif backend == "cpu":      # per thread: a batch's samples and the pair histogram
+        import numba
+        threads = numba.get_num_threads()
+        needs.append(need(8 * threads * (3 * N + 2 * L * L), f"the per-thread buffers "
+                          f"({threads} threads x (3 x {N} samples + 2 x {L}^2 pairs) int64)",
+                          ("batch_size", N), ("L", L * L, L)))
+    return needs
+
+
 def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backend="auto",
              walker_offset=0):
     """Run an ensemble of independent sign-update Markov processes (App. C.3).
@@ -178,7 +197,11 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
     L : int
         Number of training symbols, 2 <= L <= 65536.
     batch_size : int
-        Samples per batch N, >= 1.
+        Samples per batch N, >= 1. Any N is meaningful, odd ones included:
+        each sample is same (v = u) with probability 1/2 on its own coin
+        (App. C.3 step 2), so a batch is not split exactly in half as the
+        training batches of ``fastsd.train`` are; N = 1 is the case App. C.4
+        analyses.
     n_iters : int
         Number of batches (time steps t), >= 1.
     readout : {+1, -1}
@@ -205,6 +228,10 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
         walker_offset < 0, readout not +-1, negative seed, unknown backend.
     TypeError
         Non-integer sizes, a non-numeric readout, a Generator as seed.
+    SizeTooLargeError
+        Before allocating, when the walker states (``n_walkers`` x ``L``) or
+        the backend's batch buffers (``batch_size``) would not fit in the
+        memory available; the message names the parameter and the bytes.
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
 
@@ -221,6 +248,7 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
         c[k] for k in ("L", "batch_size", "n_iters", "readout", "n_walkers", "walker_offset"))
     seed64, recorded = seed_state(seed)
     backend = resolve_backend(backend, needs_cupy=False)
+    check_fits(_needs(backend, L, batch_size, n_walkers))
 
     start = time.perf_counter()
     if backend == "numpy":
