@@ -163,6 +163,8 @@ def _add_ntk_parser(sub):
     p.add_argument("--alpha0", type=float, default=None, help="base learning rate (default 0.1)")
     p.add_argument("--ridge", type=float, default=1e-8, help="regression ridge (default 1e-8)")
     p.add_argument("--solver", default="auto", help="auto, dense or cg (default auto)")
+    p.add_argument("--max-bytes", type=int, default=None, metavar="BYTES",
+                   help="memory the dense solve may use (default: half of what is available)")
     p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
     p.add_argument("--quiet", action="store_true", help="no progress bar over the flow's time")
     p.add_argument("--json", action="store_true", help="print one JSON record")
@@ -250,7 +252,8 @@ def _cmd_ntk(args):
     rec = lazy_cell(args.d, args.L, task_seed=task_seed, seed=args.seed,
                     method=args.method, pairs=pairs, n_test=args.n_test, steps=args.steps,
                     eval_every=args.eval_every, alpha0=args.alpha0, ridge=args.ridge,
-                    solver=args.solver, backend=args.backend, progress=not args.quiet)
+                    solver=args.solver, max_bytes=args.max_bytes, backend=args.backend,
+                    progress=not args.quiet)
     if args.json:
         print(json.dumps(rec, sort_keys=True))
         return

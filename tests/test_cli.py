@@ -465,6 +465,13 @@ def test_advice_spells_options_as_the_command_does(capsys):
     err = capsys.readouterr().err
     assert "use --solver cg (matrix-free), --pairs <n> to sample n pairs" in err
     assert "solver='cg'" not in err and err.count("\n") == 1
+    # every option the advice names exists: raising the memory limit is --max-bytes
+    assert "or raise `--max-bytes`" in err and "max_bytes" not in err
+    assert main(["ntk", "--d", "2", "--L", "4", "--solver", "dense", "--max-bytes", "1000",
+                 "--quiet"]) == 1
+    assert "more than `--max-bytes` = 1000 bytes" in capsys.readouterr().err
+    assert main(["ntk", "--d", "2", "--L", "4", "--solver", "dense", "--max-bytes", "4096",
+                 "--quiet"]) == 0
 
 
 def test_defaults_agree_between_the_python_api_the_cli_and_the_scans():

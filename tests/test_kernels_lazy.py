@@ -145,7 +145,7 @@ def test_bad_input_and_too_large_solves_fail_early():
     with pytest.raises(TypeError, match="`task` must be a fastsd symbol task"):
         lazy_limit("task")
     with pytest.raises(SolveTooLargeError, match=r"P = 16 training pairs needs 2048 bytes "
-                                                 r".* max_bytes = 1000 bytes"):
+                                                 r".* `max_bytes` = 1000 bytes"):
         lazy_limit(task, solver="dense", max_bytes=1000)
     big = SameDifferent(d=2, L=400, seed=0)
     with pytest.raises(MemoryError, match=r"P = 160000 training pairs .* 190.73 GiB"):

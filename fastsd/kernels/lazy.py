@@ -517,14 +517,14 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if solver == "dense" and dense_bytes > max_bytes:
         raise SolveTooLargeError(
             f"an exact dense solve over P = {P} training pairs needs {fmt_bytes(dense_bytes)} "
-            f"for the P x P float64 kernel, more than max_bytes = {fmt_bytes(max_bytes)}; use "
-            f"solver='cg' (matrix-free), pairs=<n> to sample n pairs, or raise max_bytes.")
+            f"for the P x P float64 kernel, more than `max_bytes` = {fmt_bytes(max_bytes)}; use "
+            f"solver='cg' (matrix-free), pairs=<n> to sample n pairs, or raise `max_bytes`.")
     if solver == "auto":
         solver = "dense" if dense_bytes <= max_bytes else "cg"
         if solver == "cg" and P > CG_MAX_PAIRS:
             raise SolveTooLargeError(
                 f"P = {P} training pairs is too many for an exact solve: the dense kernel "
-                f"needs {fmt_bytes(dense_bytes)} (max_bytes = {fmt_bytes(max_bytes)}) and a "
+                f"needs {fmt_bytes(dense_bytes)} (`max_bytes` = {fmt_bytes(max_bytes)}) and a "
                 f"matrix-free product costs P^2 = {P * P:.2e} kernel evaluations; use "
                 f"pairs=<n> to sample n pairs, or solver='cg' to insist.")
     check_fits(_needs(task, method, pairs, P, n_test, test_x, min(eval_every, steps),
