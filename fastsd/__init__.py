@@ -15,6 +15,7 @@ _LAZY = {
     "TrainResult": ("fastsd.mlp", "TrainResult"),
     "Params": ("fastsd.mlp", "Params"),
     "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
+    "StoreLockedError": ("fastsd.exceptions", "StoreLockedError"),
     "ResultStore": ("fastsd.store", "ResultStore"),
     "PSVRT": ("fastsd.tasks", "PSVRT"),
     "Pentomino": ("fastsd.tasks", "Pentomino"),

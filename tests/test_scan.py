@@ -431,10 +431,12 @@ def test_a_scan_that_stored_nothing_leaves_no_binding(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fastsd.scan.predictors, "train_cells", broken)
     store = tmp_path / "s.jsonl"
-    with pytest.raises(ScanError, match="boom"):
+    with pytest.raises(ScanError, match="boom") as failure:
         run(Grid(L=[2], gamma=[1.0], seed=[0], steps=10, **TINY), "mlp", store, "serial",
             progress=False)
     assert not os.path.exists(f"{store}.grid.json")
+    assert "1 of 1 cells failed; nothing was stored. First failure" in str(failure.value)
+    assert str(store) not in str(failure.value)         # names no file that does not exist
 
 
 def test_a_grid_too_large_to_hold_is_refused_at_once(tmp_path):
