@@ -16,6 +16,7 @@ _LAZY = {
     "Params": ("fastsd.mlp", "Params"),
     "BackendUnavailableError": ("fastsd.exceptions", "BackendUnavailableError"),
     "SizeTooLargeError": ("fastsd.exceptions", "SizeTooLargeError"),
+    "StoreLockedError": ("fastsd.exceptions", "StoreLockedError"),
     "ResultStore": ("fastsd.store", "ResultStore"),
     "PSVRT": ("fastsd.tasks", "PSVRT"),
     "Pentomino": ("fastsd.tasks", "Pentomino"),

@@ -13,8 +13,8 @@ import sys
 import threading
 import warnings
 
-from . import __version__
-from .exceptions import BackendUnavailableError, SizeTooLargeError
+from . import __version__, _stop
+from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
 from .presets import FIGURES
 from .scan import ScanError
 
@@ -315,8 +315,14 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C so that worker processes are stopped and results kept."""
 
 
-def _on_sigterm(signum, frame):
-    raise _Terminated()
+def _on_signal(signum, frame):
+    """SIGINT and SIGTERM: stop every scan thread first (no cell is written after), then raise."""
+    _stop.request()
+    raise _Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+#: The signals that stop a command: Ctrl-C, and `kill`'s default.
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 #: Options that size what a command allocates, for its out-of-memory advice.
@@ -362,13 +368,14 @@ def main(argv=None):
     if unknown:
         args._parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handle = threading.current_thread() is threading.main_thread()   # signals need it
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if handle else None
+    previous = {sig: signal.signal(sig, _on_signal) for sig in _SIGNALS
+                if handle and signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             args.func(args)
-    except (ValueError, TypeError, BackendUnavailableError, OSError, ScanError,
-            SizeTooLargeError) as exc:        # a size refused before allocating: its own message
+    except (ValueError, TypeError, BackendUnavailableError, StoreLockedError, OSError,
+            ScanError, SizeTooLargeError) as exc:   # a size refused before allocating too
         print(f"fastsd: error: {_option_spelling(str(exc), args._parser)}", file=sys.stderr)
         return 1
     except MemoryError:                     # a real out-of-memory
@@ -383,6 +390,6 @@ def main(argv=None):
               f"{note}", file=sys.stderr)
         return 143 if isinstance(exc, _Terminated) else 130
     finally:
-        if handle:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0

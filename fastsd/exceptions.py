@@ -18,3 +18,12 @@ class SizeTooLargeError(MemoryError, ValueError):
     `width`." It is a ``MemoryError`` (what it prevents) and a ``ValueError``
     (a bad input).
     """
+
+
+class StoreLockedError(RuntimeError):
+    """A results store is being written by another run.
+
+    The message names that run (pid, host, command line, start time), the
+    lock file next to the store, and how to remove a lock its run left
+    behind.
+    """

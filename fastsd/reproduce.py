@@ -10,7 +10,9 @@ what their plot needs (weight readouts and alignments, weight images, the
 max-margin matrix), so a rerun computes nothing it has and draws the same figure.
 """
 import os
+import warnings
 
+from . import _stop
 from ._validation import check_choice
 from .presets import FIGURES, MAX_MARGIN, WEIGHT_IMAGES, WEIGHT_STRUCTURE, get_preset
 
@@ -25,26 +27,24 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     stores : list of str
         The store paths.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     from .scan import get_predictor, run
-    from .scan.executors import cpu_count, local_pool
+    from .scan.mainguard import workers_unavailable
     from .store import ResultStore
 
     stores = [ResultStore(os.path.join(out, preset.store_name(label) + ".jsonl"))
               for label, _, _ in preset.parts]
-    if executor is None and len(preset.parts) > 1 and backend != "cuda":
-        # Several parts share one pool of single-threaded workers, so that a part's last,
-        # largest groups do not leave cores idle while the next part waits.
-        with local_pool(cpu_count(), 1) as pool, ThreadPoolExecutor(len(stores)) as parts:
-            runs = [parts.submit(run, grid, predictor, store, pool, backend=backend,
-                                 progress=progress, threads=1)
-                    for (_, predictor, grid), store in zip(preset.parts, stores)]
-            for r in runs:
-                r.result()
-    else:
-        for (_, predictor, grid), store in zip(preset.parts, stores):
-            run(grid, predictor, store, executor, backend=backend, progress=progress)
+    side_by_side = executor is None and len(preset.parts) > 1 and backend != "cuda"
+    if side_by_side:
+        fallback = workers_unavailable()
+        if fallback is not None:
+            warnings.warn(fallback, RuntimeWarning, stacklevel=3)
+            side_by_side, executor = False, "serial"
+    with _stop.scope():
+        if side_by_side:
+            _run_parts(preset, stores, backend, progress)
+        else:
+            for (_, predictor, grid), store in zip(preset.parts, stores):
+                run(grid, predictor, store, executor, backend=backend, progress=progress)
     records = {}
     for (label, predictor, grid), store in zip(preset.parts, stores):
         pred = get_predictor(predictor)
@@ -55,6 +55,32 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
                 first.setdefault(r["key"], r)
         records.setdefault(label, []).extend(first.values())
     return records, [store.path for store in stores]
+
+
+def _run_parts(preset, stores, backend, progress):
+    """Run the parts of ``preset`` side by side, one thread each, on one pool of workers.
+
+    The parts share single-threaded workers, so that a part's last, largest
+    groups do not leave cores idle while the next part waits. On Ctrl-C or
+    SIGTERM the main thread asks every part to stop (``fastsd._stop``) before
+    it waits for them: none writes another cell, and the workers are
+    terminated.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .scan import run
+    from .scan.executors import cpu_count, local_pool
+
+    with local_pool(cpu_count(), 1) as pool, ThreadPoolExecutor(len(stores)) as parts:
+        try:
+            runs = [parts.submit(run, grid, predictor, store, pool, backend=backend,
+                                 progress=progress, threads=1)
+                    for (_, predictor, grid), store in zip(preset.parts, stores)]
+            for r in runs:
+                r.result()
+        except KeyboardInterrupt:
+            _stop.request()
+            raise
 
 
 def _unit_result(name, store, title, heading, lines, rows, figures):

@@ -5,10 +5,21 @@ Each finished scan cell is appended as one complete line with a single
 ``kill -9``) loses at most the cells still in flight: earlier lines are never
 rewritten, and a line torn by the kill is skipped on reading. A rerun asks
 ``done_keys`` which cells are already there and trains only the others.
+
+A run that writes a store holds its lock (``ResultStore.lock``), so that two
+runs never compute the same cells into one file.
 """
+import fcntl
 import json
 import os
+import shlex
+import socket
+import sys
+import time
 import warnings
+from contextlib import contextmanager
+
+from .exceptions import StoreLockedError
 
 
 class ResultStore:
@@ -175,6 +186,47 @@ class ResultStore:
             raise OSError(exc.errno, f"the store {self.path} cannot be written there "
                                      f"({exc.strerror or exc}); choose a writable folder") from None
 
+    @property
+    def lock_path(self):
+        """Path of the lock file held by the run writing the store."""
+        return self.path + ".lock"
+
+    @contextmanager
+    def lock(self):
+        """Hold the store for one run: a second run on it is refused until this one ends.
+
+        The lock is ``lock_path``, locked with ``flock`` and holding this
+        run's pid, host, command line and start time (JSON). The operating
+        system releases it when the run ends in any way, ``kill -9``
+        included; leaving the block (normally, by an exception, or by Ctrl-C
+        or SIGTERM through the ``fastsd`` command) also removes the file. A
+        lock file left by a run that was killed is taken over with a
+        warning naming that run.
+
+        Raises
+        ------
+        fastsd.StoreLockedError
+            When another run (another process, or another thread of this one)
+            holds the store; the message names it and the lock file.
+        OSError
+            When the lock file cannot be created.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> store = ResultStore(os.path.join(tempfile.mkdtemp(), "scan.jsonl"))
+        >>> with store.lock():
+        ...     os.path.exists(store.lock_path)
+        True
+        >>> os.path.exists(store.lock_path)
+        False
+        """
+        fd = _acquire(self.lock_path, self.path)
+        try:
+            yield
+        finally:
+            _release(fd, self.lock_path)
+
     def load(self):
         """Return the stored records, in the order they were written.
 
@@ -212,6 +264,70 @@ class ResultStore:
         set of str
         """
         return {r["key"] for r in self.load() if "key" in r}
+
+
+def _acquire(lock_path, store_path):
+    """Lock ``lock_path`` for this run, write who holds it; return its descriptor."""
+    folder = os.path.dirname(lock_path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise StoreLockedError(
+                f"`store` must not be in use by another run; got {store_path}, which "
+                f"{_describe_holder(holder)} is writing (lock file {lock_path}). Wait for that "
+                f"run to end or stop it; if it is gone (e.g. its machine crashed), delete "
+                f"{lock_path}.") from None
+        try:            # the holder may have removed the file between our open and flock
+            current = os.stat(lock_path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)
+    stale = _holder(fd)
+    if stale is not None:
+        warnings.warn(f"taking over the lock {lock_path} of a run that ended without releasing "
+                      f"it: {_describe_holder(stale)}", RuntimeWarning, stacklevel=2)
+    me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                     "command": shlex.join(getattr(sys, "orig_argv", sys.argv)),
+                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, me.encode("utf-8"), 0)
+    os.fsync(fd)
+    return fd
+
+
+def _release(fd, lock_path):
+    """Remove our lock file (unless someone deleted it meanwhile), then unlock it."""
+    try:
+        if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
+            os.unlink(lock_path)        # still locked: no other run is using the file
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _holder(fd):
+    """The run a lock file names (a dict), or None for an empty or unreadable one."""
+    try:
+        holder = json.loads(os.pread(fd, 1 << 16, 0).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return holder if isinstance(holder, dict) else None
+
+
+def _describe_holder(holder):
+    if holder is None:
+        return "another run (not yet named in its lock file)"
+    return (f"pid {holder.get('pid')} on {holder.get('host')} (started {holder.get('started')}, "
+            f"command: {holder.get('command')})")
 
 
 def _json_ready(value):

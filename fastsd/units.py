@@ -10,6 +10,7 @@ drawn from the same numbers.
 import json
 import time
 
+from . import _progress, _stop
 from ._json import strict_json
 from .store import ResultStore
 
@@ -57,27 +58,33 @@ def run_units(path, kind, fixed, units, compute, *, group=None, progress=True, d
     ------
     ValueError
         When the store belongs to other settings (see ``ResultStore.bind``).
+    fastsd.StoreLockedError
+        When another run is writing the store (``ResultStore.lock``).
+    KeyboardInterrupt
+        On Ctrl-C, or once a stop was requested (``fastsd._stop``, SIGTERM
+        through the ``fastsd`` command): no unit is written after it.
     """
-    from tqdm.auto import tqdm
-
     store = ResultStore(path)
     units = [dict(u) for u in units]
-    store.bind({"predictor": kind, "fixed": fixed, "axes": list(units[0]) if units else []})
-    stored = _first_by_key(store.load())
-    missing = {}
-    for u in units:
-        if unit_key(u) not in stored:
-            missing.setdefault(group(u) if group else unit_key(u), []).append(u)
-    with tqdm(total=len(units), initial=len(units) - sum(map(len, missing.values())),
-              unit="unit", desc=desc or kind, disable=not progress, dynamic_ncols=True) as bar:
-        for todo in missing.values():
-            for u, record in zip(todo, compute(todo), strict=True):
-                record = strict_json({**record, **u, "key": unit_key(u), "predictor": kind,
-                                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                   time.gmtime())})
-                store.write(record)
-                stored[record["key"]] = json.loads(json.dumps(record))
-            bar.update(len(todo))
+    with store.lock(), _stop.scope():
+        store.bind({"predictor": kind, "fixed": fixed, "axes": list(units[0]) if units else []})
+        stored = _first_by_key(store.load())
+        missing = {}
+        for u in units:
+            if unit_key(u) not in stored:
+                missing.setdefault(group(u) if group else unit_key(u), []).append(u)
+        with _progress.bar(progress, total=len(units), unit="unit", desc=desc or kind,
+                           initial=len(units) - sum(map(len, missing.values()))) as bar:
+            for todo in missing.values():
+                _stop.check()
+                for u, record in zip(todo, compute(todo), strict=True):
+                    record = strict_json({**record, **u, "key": unit_key(u), "predictor": kind,
+                                          "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                       time.gmtime())})
+                    with _stop.writing():
+                        store.write(record)
+                    stored[record["key"]] = json.loads(json.dumps(record))
+                    bar.update(1)
     return [stored[unit_key(u)] for u in units]
 
 

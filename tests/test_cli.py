@@ -352,42 +352,132 @@ def test_an_unknown_option_shows_its_commands_usage(capsys):
 _SLOW_REPRODUCE = """
 import sys
 from fastsd.cli import main
-from fastsd.presets import PRESETS, Preset
+from fastsd.presets import PRESETS, WEIGHT_STRUCTURE, Preset
 from fastsd.scan import Grid
-grid = Grid(L=[2, 3, 4, 5, 6, 7], gamma=[1.0], seed=0, d=8, width=16, steps=20000,
-            eval_every=5000, n_test=64)
-PRESETS["fig1c-quick"] = Preset("fig1c-quick", "L", "slow", (("mlp", "mlp", grid),))
+
+
+def grid(steps, n):
+    return Grid(L=list(range(2, 2 + n)), gamma=[1.0], seed=0, d=8, width=16, steps=steps,
+                eval_every=steps // 4, n_test=64)
+
+
+PARTS = {"one": (("mlp", "mlp", grid(20000, 6)),),         # ~2 s a cell
+         "two": (("mlp", "mlp", grid(2000, 300)),          # ~0.2 s a cell: writing all along
+                 ("slow", "mlp", grid(20000, 3)))}
+PRESETS["fig1c-quick"] = Preset("fig1c-quick", "L", "slow", PARTS.get(sys.argv[2], ()))
+WEIGHT_STRUCTURE["fig1a-quick"] = dict(d=8, L=4, width=32, steps=10**7, eval_every=10**6, seed=0)
 if __name__ == "__main__":
-    sys.exit(main(["reproduce", "fig1c", "--quick", "--quiet", "--backend", "numpy",
-                   "--out", sys.argv[1]]))
+    figure = "fig1a" if sys.argv[2] == "in-process" else "fig1c"
+    sys.exit(main(["reproduce", figure, "--quick", "--backend", "numpy", "--out", sys.argv[1],
+                   *sys.argv[3:]]))
 """
 
 
-def test_sigterm_stops_the_workers_keeps_the_store_and_exits_143(tmp_path):
-    psutil = pytest.importorskip("psutil")
+def _start_slow_reproduce(tmp_path, parts, *options):
     script = tmp_path / "slow.py"
     script.write_text(_SLOW_REPRODUCE)
     log = open(tmp_path / "stderr.txt", "w+")
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "out")],
+    return subprocess.Popen([sys.executable, str(script), str(tmp_path / "out"), parts, *options],
                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+
+
+def _stored(folder):
+    return {p.name: len(p.read_text().splitlines()) for p in sorted(folder.glob("*.jsonl"))}
+
+
+def _workers(psutil, proc):
+    return [p for p in psutil.Process(proc.pid).children(recursive=True)
+            if "resource_tracker" not in " ".join(p.cmdline())]
+
+
+@pytest.mark.parametrize("parts, options, sig", [
+    ("one", [], "TERM"),             # one part: the scan's own pool, in the main thread
+    ("two", [], "TERM"),             # two parts in threads on one shared pool (fig1e, fig2)
+    ("two", [], "INT"),              # Ctrl-C in a terminal: SIGINT to the whole process group
+    ("one", ["--serial"], "TERM"),   # the groups train in this process
+    ("in-process", [], "TERM"),      # fig1a, figA1: training in this process, no store
+])
+def test_a_signal_stops_the_command_at_once_and_no_cell_is_written_after(tmp_path, parts,
+                                                                         options, sig):
+    psutil = pytest.importorskip("psutil")
+    proc = _start_slow_reproduce(tmp_path, parts, *options)
+    out = tmp_path / "out"
+    uses_workers = parts != "in-process" and not options
+    started = {"one": lambda: sum(_stored(out).values()) >= 1,
+               "two": lambda: _stored(out).get("fig1c-quick-mlp.jsonl", 0) >= 2,   # writing
+               "in-process": lambda: psutil.Process(proc.pid).cpu_times().user > 5}[parts]
     deadline = time.monotonic() + 120
-    workers = []
-    while len(workers) < 2:
-        assert proc.poll() is None and time.monotonic() < deadline
-        workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                   if "resource_tracker" not in " ".join(p.cmdline())]
-        time.sleep(0.1)
-    time.sleep(1.0)                              # the workers are inside their groups
-    proc.send_signal(signal.SIGTERM)             # to the main process only, as `kill` does
     try:
-        assert proc.wait(timeout=60) == 143
-        assert "fastsd: terminated (finished cells are saved" in (tmp_path /
-                                                                  "stderr.txt").read_text()
-        gone, alive = psutil.wait_procs(workers, timeout=30)
+        while not started():
+            assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
+            assert time.monotonic() < deadline, "nothing stored in 120 s"
+            time.sleep(0.05)
+        workers = _workers(psutil, proc) if uses_workers else []
+        assert len(workers) == (2 if uses_workers else 0)
+        # Freeze the workers so that no group can finish while the signal is on its way; the
+        # results already sent reach the store first. Once the signal is sent they go on, and
+        # any part still running would store what they finish next.
+        for w in workers:
+            w.suspend()
+        time.sleep(1.0)
+        before = _stored(out)
+        sent = time.monotonic()
+        if sig == "INT":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGTERM)         # to the main process only, as `kill` does
+        for w in workers:
+            w.resume()
+        status = proc.wait(timeout=60)
+        latency = time.monotonic() - sent
+        print(f"{parts} {options} SIG{sig}: exit {status} {latency:.2f} s after the signal")
+        err = (tmp_path / "stderr.txt").read_text()
+        assert status == (143 if sig == "TERM" else 130), err
+        assert latency < 10, f"{latency:.1f} s from the signal to the exit"
+        assert _stored(out) == before, "cells were written after the signal"
+        last = err.strip().splitlines()[-1]
+        assert last == (f"fastsd: {'terminated' if sig == 'TERM' else 'interrupted'} "
+                        "(finished cells are saved; rerun to resume)"), err
+        assert "Traceback" not in err, err
+        gone, alive = psutil.wait_procs(workers, timeout=10)
         assert not alive, "worker processes outlived the scan"
+        if parts == "in-process":         # its store holds no unit, and no lock is left
+            assert sum(_stored(out).values()) == 0 and not list(out.glob("*.lock"))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_second_run_on_a_store_in_use_is_refused_naming_the_first(tmp_path):
+    first = _start_slow_reproduce(tmp_path, "one", "--quiet")
+    lock = tmp_path / "out" / "fig1c-quick.jsonl.lock"
+    try:
+        deadline = time.monotonic() + 120
+        while not (lock.exists() and lock.read_text()):
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        holder = json.loads(lock.read_text())
+        assert holder["pid"] == first.pid and "slow.py" in holder["command"]
+        second = subprocess.run([sys.executable, str(tmp_path / "slow.py"), str(tmp_path / "out"),
+                                 "one", "--quiet"], capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1
+        message, = second.stderr.strip().splitlines()
+        assert message.startswith("fastsd: error: `store` must not be in use by another run; got "
+                                  f"{tmp_path / 'out' / 'fig1c-quick.jsonl'}, which pid "
+                                  f"{first.pid} on ")
+        assert f"(lock file {lock})" in message and f"delete {lock}." in message
+        while not _stored(tmp_path / "out"):
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=60) == 143
+        assert not lock.exists(), "the lock outlived its run"
+        records = [json.loads(line) for line in
+                   (tmp_path / "out" / "fig1c-quick.jsonl").read_text().splitlines()]
+        assert len({r["key"] for r in records}) == len(records)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("command, advice", [

@@ -201,12 +201,55 @@ def test_sigkill_mid_scan_then_resume_equals_an_uninterrupted_run(tmp_path, vict
         assert not alive, [p.cmdline() for p in alive]
     partial = _records(killed)
     assert 1 <= len(partial) < 6
+    # A killed scan (SIGKILL, or SIGTERM's default action in a script) leaves its lock file,
+    # unlocked: the rerun takes it over with a warning.
+    lock = f"{killed}.lock"
+    assert os.path.exists(lock) == (victim != "worker")
 
-    subprocess.run([sys.executable, str(script), str(killed)], check=True, timeout=300)
+    rerun = subprocess.run([sys.executable, str(script), str(killed)], check=True, timeout=300,
+                           capture_output=True, text=True)
+    assert ("taking over the lock" in rerun.stderr) == (victim != "worker")
+    assert not os.path.exists(lock)
     subprocess.run([sys.executable, str(script), str(clean)], check=True, timeout=300)
     resumed = _records(killed)
     assert len(resumed) == 6 and resumed == _records(clean)
     assert all(resumed[k] == v for k, v in partial.items())
+
+
+_UNGUARDED = """
+import sys
+from fastsd.scan import Grid, run
+grid = Grid(L=[2, 3], gamma=[1.0], seed=[0], d=8, width=16, steps=20, eval_every=10, n_test=64)
+print(len(run(grid, "mlp", sys.argv[-1], backend="numpy", progress=False)))
+"""
+
+
+@pytest.mark.parametrize("how", ["stdin", "unguarded", "guarded", "-c"])
+def test_run_works_where_workers_cannot_import_main_with_one_warning(tmp_path, how):
+    store = tmp_path / "s.jsonl"
+    script = tmp_path / "scan.py"
+    code = _UNGUARDED
+    if how == "guarded":
+        code = code.replace("\nprint(", "\nif __name__ == '__main__':\n    print(")
+    script.write_text(code)
+    argv = {"stdin": ["-", str(store)], "-c": ["-c", code, str(store)]}.get(
+        how, [str(script), str(store)])
+    done = subprocess.run([sys.executable, *argv], input=code if how == "stdin" else None,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == "2\n", done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(_records(store)) == 2
+    warnings = [line for line in done.stderr.splitlines() if "RuntimeWarning" in line]
+    if how in ("guarded", "-c"):            # the workers start: no warning
+        assert not warnings, done.stderr
+        return
+    warning, = warnings
+    why = {"stdin": "the main module is <stdin>, which a worker process cannot re-import",
+           "unguarded": f"{script}, line 5, starts the scan while the script is imported, and "
+                        "each worker process would import it again"}[how]
+    assert (f"RuntimeWarning: running the scan in this process, without worker processes: "
+            f"{why}. For parallel workers, put the code that starts it under `if __name__ == "
+            '"__main__":`') in warning
 
 
 def test_walkers_predictor_records_mu_and_alignment(tmp_path):
@@ -431,10 +474,12 @@ def test_a_scan_that_stored_nothing_leaves_no_binding(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fastsd.scan.predictors, "train_cells", broken)
     store = tmp_path / "s.jsonl"
-    with pytest.raises(ScanError, match="boom"):
+    with pytest.raises(ScanError, match="boom") as failure:
         run(Grid(L=[2], gamma=[1.0], seed=[0], steps=10, **TINY), "mlp", store, "serial",
             progress=False)
     assert not os.path.exists(f"{store}.grid.json")
+    assert "1 of 1 cells failed; nothing was stored. First failure" in str(failure.value)
+    assert str(store) not in str(failure.value)         # names no file that does not exist
 
 
 def test_a_grid_too_large_to_hold_is_refused_at_once(tmp_path):

@@ -192,3 +192,37 @@ def test_a_folder_or_an_unwritable_place_is_refused_with_the_stores_name(tmp_pat
     store = ResultStore(blocker / "scan.jsonl")       # its folder would be a file
     with pytest.raises(OSError, match=r"the store .*scan.jsonl cannot be written there"):
         store.bind({"predictor": "theory", "fixed": {}, "axes": ["L"]})
+
+
+def test_a_store_in_use_is_refused_naming_its_run_and_released_however_the_run_ends(tmp_path):
+    from fastsd import StoreLockedError
+
+    store = ResultStore(tmp_path / "r.jsonl")
+    lock = f"{store.path}.lock"
+    with store.lock():
+        holder = json.loads(open(lock).read())
+        assert holder["pid"] == os.getpid() and {"host", "command", "started"} <= set(holder)
+        with pytest.raises(StoreLockedError) as refused:        # a second run, even in-process
+            with store.lock():
+                pass
+    message = str(refused.value)
+    assert message.startswith(f"`store` must not be in use by another run; got {store.path}, "
+                              f"which pid {os.getpid()} on ")
+    assert f"(lock file {lock})" in message and f"delete {lock}." in message
+    assert not os.path.exists(lock)
+    with pytest.raises(FloatingPointError):
+        with store.lock():
+            raise FloatingPointError("boom")
+    assert not os.path.exists(lock)
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over_with_a_warning(tmp_path):
+    store = ResultStore(tmp_path / "r.jsonl")
+    with open(store.lock_path, "w") as fh:       # what kill -9 leaves: the file, unlocked
+        json.dump({"pid": 999999999, "host": "h", "command": "fastsd reproduce fig2",
+                   "started": "2024-01-01T00:00:00Z"}, fh)
+    with pytest.warns(RuntimeWarning, match=r"taking over the lock .*r\.jsonl\.lock of a run "
+                                            r"that ended without releasing it: pid 999999999"):
+        with store.lock():
+            assert json.loads(open(store.lock_path).read())["pid"] == os.getpid()
+    assert not os.path.exists(store.lock_path)

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, _progress
 from .._dispatch import resolve_backend
 from .._json import strict_json
 from .._memory import Need, check_fits, default_max_bytes, fmt_bytes
@@ -611,7 +611,6 @@ def _needs(task, method, pairs, P, n_test, test_x, chunk, batch_size):
 def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batch_size, alpha0,
               n_test, info, progress):
     """Run logistic_flow (RK4) or logistic_sgd; return c and the history."""
-    from tqdm.auto import tqdm
 
     xp = ops.xp
     streams = train_streams(seed)
@@ -627,33 +626,33 @@ def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batc
 
         def rhs(cc):
             return -alpha0 * w_d * (_sigmoid(Kop @ cc, xp) - y_d)
-    bar = tqdm(total=steps, unit="step", desc=f"lazy limit, {method.replace('_', ' ')}",
-               disable=not progress, dynamic_ncols=True)
-    t = 0
-    while t < steps:
-        n = min(eval_every, steps - t)
-        if method == "logistic_flow":
-            n_sub = max(1, math.ceil(n * mu))
-            h = n / n_sub
-            for _ in range(n_sub):
-                k1 = rhs(c)
-                k2 = rhs(c + 0.5 * h * k1)
-                k3 = rhs(c + 0.5 * h * k2)
-                k4 = rhs(c + h * k3)
-                c = c + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-            loss = float(xp.sum(w_d * _bce(Kop @ c, y_d, xp)))
-        else:
-            bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
-            c, loss = _kernel_sgd(ops, Kop, c, bu.astype(np.int64) * task.L + bv, by,
-                                  alpha0 / batch_size)
-        t += n
-        xt, yt = task.sample_test(n_test, streams["test"])
-        f = _to_host(_Tester(ops, task, S, Kop, xt).logits(c))
-        hist["step"].append(t)
-        hist["test_accuracy"].append(float(np.mean((f > 0) == (yt > 0.5))))
-        hist["train_loss"].append(loss)
-        bar.update(n)
-    bar.close()
+    # a context manager, so that the bar is closed before an interrupt is reported
+    with _progress.bar(progress, total=steps, unit="step",
+                       desc=f"lazy limit, {method.replace('_', ' ')}") as bar:
+        t = 0
+        while t < steps:
+            n = min(eval_every, steps - t)
+            if method == "logistic_flow":
+                n_sub = max(1, math.ceil(n * mu))
+                h = n / n_sub
+                for _ in range(n_sub):
+                    k1 = rhs(c)
+                    k2 = rhs(c + 0.5 * h * k1)
+                    k3 = rhs(c + 0.5 * h * k2)
+                    k4 = rhs(c + h * k3)
+                    c = c + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+                loss = float(xp.sum(w_d * _bce(Kop @ c, y_d, xp)))
+            else:
+                bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
+                c, loss = _kernel_sgd(ops, Kop, c, bu.astype(np.int64) * task.L + bv, by,
+                                      alpha0 / batch_size)
+            t += n
+            xt, yt = task.sample_test(n_test, streams["test"])
+            f = _to_host(_Tester(ops, task, S, Kop, xt).logits(c))
+            hist["step"].append(t)
+            hist["test_accuracy"].append(float(np.mean((f > 0) == (yt > 0.5))))
+            hist["train_loss"].append(loss)
+            bar.update(n)
     return c, hist
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, _progress
 from .._dispatch import cuda_simulator, resolve_backend
 from .._json import strict_json
 from .._rng import seed_sequence, train_streams
@@ -461,42 +461,40 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             engines.append((idx, cls(*args)))
 
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=steps, unit="step", desc=f"training {M} model(s)")
-    t = 0
-    while t < steps:
-        n = min(eval_every, steps - t)
-        if batches == "host":
-            pairs = [task.draw_pairs(st["pairs"], (n, batch_size))
-                     for task, st in zip(tasks, streams)]
-        loss = np.empty(M)
-        acc = np.empty(M)
-        for idx, eng in engines:
-            if batches == "device":
-                lo, ac = eng.run_device(n, batch_size)
-            else:
-                lo, ac = eng.run([pairs[k] for k in idx], [streams[k]["noise"] for k in idx])
-            loss[idx] = lo.mean(axis=1)
-            acc[idx] = ac.mean(axis=1)
-        t += n
-        tests = [task.sample_test(n_test, st["test"]) if test_source[k] == k else None
-                 for k, (task, st) in enumerate(zip(tasks, streams))]
-        tests = [tests[test_source[k]] for k in range(M)]
-        test_acc = np.empty(M)
-        for idx, eng in engines:
-            f = eng.outputs([tests[k][0] for k in idx],
-                            sources=[test_source[k] for k in idx])
-            test_acc[idx] = [np.mean((fk > 0) == (tests[k][1] > 0.5)) for fk, k in zip(f, idx)]
-        hist["step"].append(np.full(M, t))
-        hist["train_loss"].append(loss)
-        hist["train_accuracy"].append(acc)
-        hist["test_accuracy"].append(test_acc)
-        if bar is not None:
+    # a context manager, so that the bar is closed before an interrupt is reported
+    with _progress.bar(progress, total=steps, unit="step",
+                       desc=f"training {M} model(s)") as bar:
+        t = 0
+        while t < steps:
+            n = min(eval_every, steps - t)
+            if batches == "host":
+                pairs = [task.draw_pairs(st["pairs"], (n, batch_size))
+                         for task, st in zip(tasks, streams)]
+            loss = np.empty(M)
+            acc = np.empty(M)
+            for idx, eng in engines:
+                if batches == "device":
+                    lo, ac = eng.run_device(n, batch_size)
+                else:
+                    lo, ac = eng.run([pairs[k] for k in idx],
+                                     [streams[k]["noise"] for k in idx])
+                loss[idx] = lo.mean(axis=1)
+                acc[idx] = ac.mean(axis=1)
+            t += n
+            tests = [task.sample_test(n_test, st["test"]) if test_source[k] == k else None
+                     for k, (task, st) in enumerate(zip(tasks, streams))]
+            tests = [tests[test_source[k]] for k in range(M)]
+            test_acc = np.empty(M)
+            for idx, eng in engines:
+                f = eng.outputs([tests[k][0] for k in idx],
+                                sources=[test_source[k] for k in idx])
+                test_acc[idx] = [np.mean((fk > 0) == (tests[k][1] > 0.5))
+                                 for fk, k in zip(f, idx)]
+            hist["step"].append(np.full(M, t))
+            hist["train_loss"].append(loss)
+            hist["train_accuracy"].append(acc)
+            hist["test_accuracy"].append(test_acc)
             bar.update(n)
-    if bar is not None:
-        bar.close()
     wall = (time.perf_counter() - start) / M
 
     inits, finals = [None] * M, [None] * M

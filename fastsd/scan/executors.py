@@ -9,8 +9,12 @@ so that workers sharing a machine do not fight over its cores.
 import concurrent.futures as cf
 import multiprocessing
 import os
+import signal
 import threading
 import time
+from contextlib import contextmanager
+
+from .. import _stop
 
 
 def cpu_count():
@@ -70,10 +74,13 @@ def _worker_init(threads, parent):
     Sizes the thread pools of the libraries not loaded yet (Numba, SciPy);
     NumPy is already loaded by then (unpickling this function imports
     ``fastsd.scan``), and ``run_group`` limits every loaded BLAS at run time.
-    A daemon thread ends the worker once its parent ``parent`` (the scan) is
-    gone: killed by SIGKILL or SIGTERM, the scan cannot stop its workers,
-    and they would otherwise compute on, orphaned, until their queue closed.
+    Ctrl-C in a terminal reaches the whole process group: the workers ignore
+    it, and the scan, which handles it, terminates them. A daemon thread ends
+    the worker once its parent ``parent`` (the scan) is gone: killed by
+    SIGKILL or SIGTERM, the scan cannot stop its workers, and they would
+    otherwise compute on, orphaned, until their queue closed.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in THREAD_VARIABLES:
         os.environ[name] = str(threads)
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True,
@@ -86,14 +93,34 @@ def _exit_with_parent(parent, interval=0.5):
     os._exit(1)
 
 
-def local_pool(workers, threads):
-    """Return a pool of ``workers`` fresh ("spawn") processes with ``threads`` threads each.
+class _LocalPool(cf.ProcessPoolExecutor):
+    """A pool made by ``local_pool``: stopped by terminating its workers, not by cancelling.
 
-    The workers exit on their own when this process dies.
+    Its futures are never cancelled: once a pool's workers are terminated,
+    CPython < 3.12 sets an exception on every pending future, and its manager
+    thread dies with ``InvalidStateError`` (a traceback on stderr) on one
+    that was cancelled.
     """
-    return cf.ProcessPoolExecutor(max_workers=workers,
-                                  mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_worker_init, initargs=(threads, os.getpid()))
+
+
+@contextmanager
+def local_pool(workers, threads):
+    """A pool of ``workers`` fresh ("spawn") processes with ``threads`` threads each.
+
+    Leaving the block normally waits for the pool to shut down; leaving it by
+    an exception (Ctrl-C, SIGTERM, an error, or a generator closed early)
+    terminates the workers at once, without waiting for their groups. The
+    workers also exit on their own when this process dies.
+    """
+    pool = _LocalPool(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                      initializer=_worker_init, initargs=(threads, os.getpid()))
+    try:
+        yield pool
+    except BaseException:
+        _stop_workers(pool)
+        pool.shutdown(wait=False)
+        raise
+    pool.shutdown(wait=True)
 
 
 def check_executor(executor):
@@ -176,9 +203,17 @@ def submit_groups(executor, jobs, threads):
     error : BaseException or None
         What the job raised; ``concurrent.futures.process.BrokenProcessPool``
         when a worker process died (killed, or out of memory).
+
+    Raises
+    ------
+    fastsd._stop.Stopped
+        Once a stop was requested (``fastsd._stop.request``): before the next
+        group in "serial", within ``STOP_POLL`` seconds on an Executor. The
+        local pool's workers are then terminated.
     """
     if executor == "serial":
         for i, job in enumerate(jobs):
+            _stop.check()
             try:
                 yield i, run_group(*job, threads), None
             except Exception as exc:       # reported with the cell, the scan goes on
@@ -196,30 +231,42 @@ def submit_groups(executor, jobs, threads):
             for fut in futures:
                 fut.cancel()
         return
-    own = executor is None
-    if own:
-        workers = max(1, min(len(jobs), cpu_count()))
-        if threads is None:
-            threads = max(1, cpu_count() // workers)
-        executor = local_pool(workers, threads)
-    elif threads is None:
-        threads = 1
+    if executor is not None:
+        yield from _submit(executor, jobs, 1 if threads is None else threads)
+        return
+    workers = max(1, min(len(jobs), cpu_count()))
+    if threads is None:
+        threads = max(1, cpu_count() // workers)
+    with local_pool(workers, threads) as pool:
+        yield from _submit(pool, jobs, threads)
+
+
+#: Seconds between two looks at the stop request while groups run.
+STOP_POLL = 0.1
+
+
+def _submit(executor, jobs, threads):
+    """Run ``jobs`` on a ``concurrent.futures`` executor; yield each outcome as it finishes.
+
+    Raises ``fastsd._stop.Stopped`` within ``STOP_POLL`` seconds of a stop
+    request (the scan may run in a thread that no signal reaches). Stopping
+    early cancels the jobs not started, except on a ``local_pool``, whose
+    owner terminates its workers.
+    """
     futures = {}
-    interrupted = False
     try:
         for i, job in enumerate(jobs):
             futures[executor.submit(run_group, *job, threads)] = i
-        for fut in cf.as_completed(futures):
-            yield _outcome(futures[fut], fut)
-    except BaseException:           # Ctrl-C, SIGTERM, or the caller stopped early
-        interrupted = True
-        if own:
-            _stop_workers(executor)
-        raise
+        pending = set(futures)
+        while pending:
+            done, pending = cf.wait(pending, timeout=STOP_POLL,
+                                    return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                _stop.check()
+                yield _outcome(futures[fut], fut)
+            _stop.check()
     finally:
-        if own:
-            executor.shutdown(wait=not interrupted, cancel_futures=True)
-        else:
+        if not isinstance(executor, _LocalPool):
             for fut in futures:
                 fut.cancel()
 

@@ -5,11 +5,13 @@ import time
 import warnings
 
 from .._dispatch import BACKENDS, resolve_backend
+from .. import _progress, _stop
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore
 from .executors import check_executor, submit_groups
 from .grid import Grid
+from .mainguard import workers_unavailable
 from .predictors import get_predictor
 
 #: Record fields that describe a run rather than its result, left out of xarray variables.
@@ -48,9 +50,19 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     flight, and its local workers exit with it; rerunning the same call
     computes only what is missing.
 
-    With the default executor (local processes started with "spawn"), a
-    script must call ``run`` under ``if __name__ == "__main__":``: each
-    worker re-imports the script.
+    While it runs, the store is locked (``<store>.lock``, naming this run's
+    pid, host, command line and start time): a second run on the same store
+    is refused at once, so that no cell is computed twice into one file. The
+    lock goes with the run, however it ends; a lock file left behind by a
+    killed run is taken over with a warning.
+
+    With the default executor (local processes started with "spawn"), each
+    worker re-imports the main module, so a script must call ``run`` under
+    ``if __name__ == "__main__":``. Where the workers could not start (code
+    read from stdin, as in ``python - <<EOF``; a call at a script's top
+    level, outside that guard), ``run`` says so in one ``RuntimeWarning``
+    and computes the cells in this process instead. From ``python -c`` or an
+    interactive prompt the workers start as usual.
 
     Parameters
     ----------
@@ -109,9 +121,15 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         cannot run the groups, or a store that belongs to a different grid.
     BackendUnavailableError
         Before anything runs, for an explicit backend that cannot run here.
+    StoreLockedError
+        Before anything runs, when another run is writing the store; the
+        message names it and its lock file.
     ScanError
         After the run, when some groups failed (or a worker process died);
         the finished cells are saved and a rerun retries only the others.
+    KeyboardInterrupt
+        On Ctrl-C (and SIGTERM in the ``fastsd`` command): the local workers
+        are terminated at once and no further cell is written.
 
     Examples
     --------
@@ -123,8 +141,6 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     ...                                          progress=False)]
     [0.75, 0.908, 0.949]
     """
-    from tqdm.auto import tqdm
-
     if not isinstance(grid, Grid):
         raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
     if len(grid) > MAX_CELLS:
@@ -156,6 +172,13 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                           f"computed once", RuntimeWarning, stacklevel=2)
             continue
         cells[key] = (coords, prepared)
+    with store.lock(), _stop.scope():
+        return _compute(store, pred, grid, cells, executor, target, backend, dtype, threads,
+                        progress)
+
+
+def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads, progress):
+    """The part of ``run`` after validation, with the store locked: compute what is missing."""
     fresh = store.grid_signature() is None
     store.bind(grid.signature(pred.name), pred.defaults)
 
@@ -168,30 +191,39 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     groups = sorted(groups.values(), key=lambda g: -sum(pred.cost(p) for _, _, p in g))
     jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
     n_done = len(cells) - sum(len(g) for g in groups)
+    if executor is None and jobs:
+        fallback = workers_unavailable()
+        if fallback is not None:
+            warnings.warn(fallback, RuntimeWarning, stacklevel=3)
+            executor = "serial"
 
     written, failed = [], []
-    with tqdm(total=len(cells), initial=n_done, unit="cell", desc=f"{pred.name} cells",
-              disable=not progress, dynamic_ncols=True) as bar:
+    with _progress.bar(progress, total=len(cells), initial=n_done, unit="cell",
+                       desc=f"{pred.name} cells") as bar:
         for i, records, error in submit_groups(executor, jobs, threads):
             if error is not None:
                 failed.append((groups[i], error))
-            else:
-                for (key, coords, prepared), record in zip(groups[i], records):
-                    record = strict_json(dict(
-                        record, key=key, predictor=pred.name, coords=coords, settings=prepared,
-                        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+                continue
+            for (key, coords, prepared), record in zip(groups[i], records):
+                record = strict_json(dict(
+                    record, key=key, predictor=pred.name, coords=coords, settings=prepared,
+                    finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+                with _stop.writing():
                     store.write(record)
-                    written.append(record)
-            bar.update(len(groups[i]))
+                written.append(record)
+                bar.update(1)
     if failed:
-        if fresh and not os.path.exists(store.path):    # nothing stored: leave no binding
+        stored = os.path.exists(store.path)
+        if fresh and not stored:        # nothing stored: leave no binding
             os.remove(store.grid_path)
         n_failed = sum(len(g) for g, _ in failed)
+        n_stored = n_done + len(written)
+        saved = (f"the {n_stored} finished cells are saved in {store.path}, and rerunning "
+                 "retries only the others" if stored and n_stored else "nothing was stored")
         group, error = failed[0]
         raise ScanError(
-            f"{n_failed} of {len(cells)} cells failed; the {n_done + len(written)} finished "
-            f"cells are saved in {store.path}, and rerunning retries only the others. First "
-            f"failure, in the cell {group[0][1]}: {_describe(error)}") from error
+            f"{n_failed} of {len(cells)} cells failed; {saved}. First failure, in the cell "
+            f"{group[0][1]}: {_describe(error)}") from error
     return written
 
 

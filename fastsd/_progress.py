@@ -1,0 +1,32 @@
+"""Progress bars on stderr: a tqdm bar where one is shown, no tqdm object where not.
+
+Even a disabled tqdm bar creates tqdm's multiprocessing lock (semaphores). In a
+scan's worker processes, which are terminated when the scan stops, those
+semaphores are reported as leaked when the scan exits. So every bar in fastsd
+comes from ``bar``, which returns a do-nothing stand-in when the bar is off.
+"""
+import contextlib
+
+
+class _NoBar:
+    """The stand-in for a bar that is not shown."""
+
+    def update(self, n=1):
+        """Do nothing (tqdm's ``update``)."""
+
+
+def bar(show, **kwargs):
+    """A context manager giving a tqdm bar when ``show``, else a stand-in with ``update``.
+
+    Parameters
+    ----------
+    show : bool
+        Whether to show the bar.
+    **kwargs
+        Passed to ``tqdm.auto.tqdm`` (``total``, ``desc``, ``unit``,
+        ``initial``, ...); the bar's width follows the terminal.
+    """
+    if not show:
+        return contextlib.nullcontext(_NoBar())
+    from tqdm.auto import tqdm
+    return tqdm(dynamic_ncols=True, **kwargs)
