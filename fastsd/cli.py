@@ -68,10 +68,21 @@ def _add_train_parser(sub):
     p.set_defaults(func=_cmd_train)
 
 
-#: Wall time of each figure's --quick preset on the 2-core development machine (README table).
-QUICK_WALL_TIME = {"fig1a": "TBD", "fig1b": "TBD", "fig1c": "about 15 s", "fig1e": "TBD",
-                   "fig1f": "TBD", "fig2": "TBD", "fig3": "TBD", "figA1": "TBD",
-                   "figC1": "TBD", "figC3": "TBD", "figF1": "TBD"}
+#: Wall time of each figure's --quick preset on the 2-core development machine (AMD EPYC,
+#: 2026-12-01, Numba's cache warm; README table, which a test holds equal to this).
+QUICK_WALL_TIME = {
+    "fig1a": "2 s",
+    "fig1b": "10 s",
+    "fig1c": "11 s",
+    "fig1e": "12 s",
+    "fig1f": "14 s",
+    "fig2": "at most 3 min (20 s, stopped, then 163 s resumed)",
+    "fig3": "at most 5.2 min (20 s, stopped, then 289 s resumed)",
+    "figA1": "7 s",
+    "figC1": "1 s",
+    "figC3": "10 s",
+    "figF1": "7 s",
+}
 
 
 def _add_reproduce_parser(sub):
@@ -87,7 +98,7 @@ def _add_reproduce_parser(sub):
             "(L, P) units, already there are skipped), then draw DIR/<figure>.png and .svg "
             "and print its table, with progress bars on stderr (--quiet: none). 'all' does "
             "every figure.", 78),
-        epilog=f"--quick wall time on an idle 2-core machine (first run):\n{times}")
+        epilog=f"--quick wall time on an idle 2-core machine (Numba cache warm; the first run compiles ~30 s more):\n{times}")
     p.add_argument("figure", choices=FIGURES + ("all",),
                    help="fig1a: weight alignment vs readout, rich and lazy (d=128, L=16); "
                         "fig1b: rich accuracy over d x L; fig1c: accuracy vs L (d=256); "

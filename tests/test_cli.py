@@ -595,3 +595,15 @@ def test_defaults_agree_between_the_python_api_the_cli_and_the_scans():
     assert {"batch_size", "eval_every", "n_test", "alpha0", "init"} <= shared
     for name in shared:
         assert api[name] == train[name] == scan[name], name
+
+
+def test_readme_and_reproduce_help_state_the_same_quick_times():
+    import pathlib
+    import re
+
+    from fastsd.cli import QUICK_WALL_TIME
+    from fastsd.presets import FIGURES
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = dict(re.findall(r"^\| (fig\w+) \| (.+?) \|$", readme, re.M))
+    assert table == QUICK_WALL_TIME
+    assert set(QUICK_WALL_TIME) == set(FIGURES) and "TBD" not in QUICK_WALL_TIME.values()
