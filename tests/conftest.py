@@ -16,13 +16,18 @@ The session's first line names the profile in use.
 import os
 
 from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 settings.register_profile("ci", derandomize=True, database=None, max_examples=200,
                           deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", deadline=None, print_blob=True)
+# Explicit, not inherited: where CI is set, Hypothesis's own default is derandomized with
+# no database, and "dev" must explore even there (HYPOTHESIS_PROFILE=dev under CI).
+settings.register_profile("dev", derandomize=False, max_examples=100, deadline=None,
+                          print_blob=True,
+                          database=DirectoryBasedExampleDatabase(".hypothesis/examples"))
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 settings.load_profile(PROFILE)
 
