@@ -350,7 +350,12 @@ def test_an_unknown_option_shows_its_commands_usage(capsys):
 
 
 _SLOW_REPRODUCE = """
+import signal
 import sys
+# A command typed at a terminal: Ctrl-C is not ignored. A test run started in the background
+# of a non-interactive shell (nohup ... &) inherits SIGINT ignored, which the command rightly
+# keeps (see test_an_inherited_ignored_sigint_stays_ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from fastsd.cli import main
 from fastsd.presets import PRESETS, WEIGHT_STRUCTURE, Preset
 from fastsd.scan import Grid
@@ -607,3 +612,16 @@ def test_readme_and_reproduce_help_state_the_same_quick_times():
     table = dict(re.findall(r"^\| (fig\w+) \| (.+?) \|$", readme, re.M))
     assert table == QUICK_WALL_TIME
     assert set(QUICK_WALL_TIME) == set(FIGURES) and "TBD" not in QUICK_WALL_TIME.values()
+
+
+def test_an_inherited_ignored_sigint_stays_ignored(tmp_path):
+    # As for any command: started in the background with SIGINT ignored (nohup, `cmd &` in a
+    # script), Ctrl-C to the terminal's process group must not stop it; SIGTERM still does.
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            "from fastsd.cli import main; import fastsd.cli as c; "
+            "c._cmd_train = lambda args: (signal.raise_signal(signal.SIGINT), print('ran on'));"
+            "sys.exit(main(['train', '--d', '2', '--L', '2', '--gamma', '1', '--width', '2', "
+            "'--steps', '1']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "ran on" in proc.stdout, proc.stderr
