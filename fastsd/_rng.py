@@ -31,6 +31,20 @@ def seed_sequence(seed):
     return np.random.SeedSequence(seed)
 
 
+def recorded_seed(seed):
+    """The integer that rebuilds ``seed``'s streams, for a record; None where none does.
+
+    That is the entropy of its SeedSequence: for ``seed=None`` the fresh
+    entropy drawn, so that the run can be repeated. A Generator, or a
+    SeedSequence with a spawn key (a child), cannot be rebuilt from one
+    integer: None.
+    """
+    if isinstance(seed, np.random.Generator):
+        return None
+    ss = seed_sequence(seed)
+    return None if ss.spawn_key else int(ss.entropy)
+
+
 def train_streams(seed):
     """Return a dict of independent generators, one per name in TRAIN_STREAMS.
 

@@ -356,7 +356,7 @@ def accuracy(task, prior, n_test, seed=None):
     >>> 0.5 < res.accuracy < 1.0 and res.stderr < 0.02
     True
     """
-    from .mlp.train import _recorded_seed
+    from ._rng import recorded_seed
     from .tasks import SameDifferent
 
     if not isinstance(task, SameDifferent):
@@ -383,5 +383,5 @@ def accuracy(task, prior, n_test, seed=None):
     return BayesAccuracy(
         accuracy=float(correct.mean()), stderr=math.sqrt(var) / n_test,
         same_accuracy=p_same, different_accuracy=p_diff, n_test=n_test, prior=prior,
-        d=d, L=task.L, sigma2=task.sigma2, seed=_recorded_seed(seed),
+        d=d, L=task.L, sigma2=task.sigma2, seed=recorded_seed(seed),
         task_seed_entropy=int(task.seed_entropy))

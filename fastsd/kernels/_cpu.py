@@ -12,9 +12,11 @@ import math
 import numba as nb
 import numpy as np
 
-from ..mlp._cpu import _bce, _sigmoid
+from .. import _numerics
 
 _TWO_PI = 2.0 * math.pi
+_sigmoid = nb.njit(inline="always")(_numerics.scalar_sigmoid)
+_bce = nb.njit(inline="always")(_numerics.scalar_bce)
 
 
 @nb.njit(inline="always")

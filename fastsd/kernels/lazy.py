@@ -70,11 +70,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__, _progress
+from .. import __version__, _numerics, _progress
 from .._dispatch import resolve_backend
 from .._json import strict_json
 from .._memory import Need, check_fits, default_max_bytes, fmt_bytes
-from .._rng import seed_sequence, train_streams
+from .._rng import recorded_seed, seed_sequence, train_streams
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
 from ..exceptions import SizeTooLargeError
@@ -362,16 +362,6 @@ def _cg(apply, b, diag, tol, maxiter, xp):
     return z, it, res
 
 
-def _sigmoid(f, xp):
-    e = xp.exp(-xp.abs(f))
-    return xp.where(f >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-def _bce(f, y, xp):
-    t = (1.0 - 2.0 * y) * f
-    return xp.maximum(t, 0.0) + xp.log1p(xp.exp(-xp.abs(t)))
-
-
 def _lambda_max(Kop, sw, xp, iters=30):
     """Largest eigenvalue of W^1/2 K W^1/2 by power iteration (times 1.05 for safety)."""
     rng = np.random.default_rng(0)
@@ -570,7 +560,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if test_x is not None:
         preds = _to_host(_Tester(ops, task, S, Kop, test_x).logits(c))
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
-              "task_seed_entropy": int(task.seed_entropy), "seed": _seed_record(seed),
+              "task_seed_entropy": int(task.seed_entropy), "seed": recorded_seed(seed),
               "backend": backend, "ridge": ridge, "tol": tol, "steps": steps,
               "alpha0": alpha0, "eval_every": eval_every, "batch_size": batch_size,
               "version": __version__}
@@ -625,7 +615,7 @@ def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batc
                     lambda_max=lam_max)
 
         def rhs(cc):
-            return -alpha0 * w_d * (_sigmoid(Kop @ cc, xp) - y_d)
+            return -alpha0 * w_d * (_numerics.sigmoid(Kop @ cc, xp) - y_d)
     # a context manager, so that the bar is closed before an interrupt is reported
     with _progress.bar(progress, total=steps, unit="step",
                        desc=f"lazy limit, {method.replace('_', ' ')}") as bar:
@@ -641,7 +631,7 @@ def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batc
                     k3 = rhs(c + 0.5 * h * k2)
                     k4 = rhs(c + h * k3)
                     c = c + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-                loss = float(xp.sum(w_d * _bce(Kop @ c, y_d, xp)))
+                loss = float(xp.sum(w_d * _numerics.bce(Kop @ c, y_d, xp)))
             else:
                 bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
                 c, loss = _kernel_sgd(ops, Kop, c, bu.astype(np.int64) * task.L + bv, by,
@@ -667,22 +657,17 @@ def _kernel_sgd(ops, Kop, c, idx, y, lr):
     for t in range(idx.shape[0]):
         it, yt = ops.asarray(idx[t]), ops.asarray(y[t])
         f = Kop.rows(it) @ c
-        total += float(xp.mean(_bce(f, yt, xp)))
+        total += float(xp.mean(_numerics.bce(f, yt, xp)))
         if xp is np:
-            np.add.at(c, it, -lr * (_sigmoid(f, xp) - yt))
+            np.add.at(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
         else:
             import cupyx
-            cupyx.scatter_add(c, it, -lr * (_sigmoid(f, xp) - yt))
+            cupyx.scatter_add(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
     return c, total / idx.shape[0]
 
 
 def _to_host(a):
     return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
-def _seed_record(ss):
-    """The integer that rebuilds the run (the SeedSequence's entropy), or None for a spawned one."""
-    return None if ss.spawn_key else int(ss.entropy)
 
 
 def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):

@@ -26,10 +26,11 @@ threads. (Spreading one model over threads, phase by phase, cost more in
 synchronisation than it saved at these sizes, and two one-thread processes
 beat one two-thread process here.)
 """
-import math
 
 import numba as nb
 import numpy as np
+
+from .. import _numerics
 
 # No "reassoc": a vectorised reduction may then add in an order that depends on
 # the arrays' memory alignment, so results would change from run to run.
@@ -47,18 +48,9 @@ def _drelu(h0, dh, h):
     return h if h > 0 else h * 0
 
 
-@nb.njit(inline="always")
-def _sigmoid(f):
-    if f >= 0:
-        return 1.0 / (1.0 + math.exp(-f))
-    ef = math.exp(f)
-    return ef / (1.0 + ef)
-
-
-@nb.njit(inline="always")
-def _bce(f, y):
-    t = (1.0 - 2.0 * y) * f
-    return max(t, 0.0) + math.log1p(math.exp(-abs(t)))
+# The loss and its gradient: fastsd._numerics' scalar forms, inlined into the kernels.
+_sigmoid = nb.njit(inline="always")(_numerics.scalar_sigmoid)
+_bce = nb.njit(inline="always")(_numerics.scalar_bce)
 
 
 @nb.njit(fastmath=_FASTMATH, cache=True)

@@ -50,6 +50,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from .. import _numerics
 from .._dispatch import cuda_simulator
 from .model import Params
 
@@ -127,17 +128,8 @@ def kernels(threads, dtype):
             k1 = (k1 + WB) & M32
         return c0, c1, c2, c3
 
-    @cuda.jit(device=True)
-    def sigmoid(f):
-        if f >= 0:
-            return 1.0 / (1.0 + math.exp(-f))
-        ef = math.exp(f)
-        return ef / (1.0 + ef)
-
-    @cuda.jit(device=True)
-    def bce(f, y):
-        t = (1.0 - 2.0 * y) * f
-        return max(t, 0.0) + math.log1p(math.exp(-abs(t)))
+    sigmoid = cuda.jit(device=True)(_numerics.scalar_sigmoid)
+    bce = cuda.jit(device=True)(_numerics.scalar_bce)
 
     @cuda.jit(device=True)
     def row_output(h0, dh, a0, da, lane, shared):

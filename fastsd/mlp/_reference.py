@@ -6,6 +6,8 @@ f(x; theta) = scale * sum_i a_i relu(w_i . x), scale = 1/(gamma sqrt(d)).
 """
 import numpy as np
 
+from .._numerics import bce, sigmoid
+
 
 def relu(h):
     """max(h, 0)."""
@@ -15,27 +17,6 @@ def relu(h):
 def relu_grad(h):
     """Derivative of ReLU with relu'(0) = 0."""
     return (h > 0).astype(h.dtype)
-
-
-def sigmoid(f):
-    """Logistic function, stable for every f including +-inf."""
-    f = np.asarray(f, dtype=float)
-    out = np.empty_like(f)
-    pos = f >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-f[pos]))
-    ef = np.exp(f[~pos])
-    out[~pos] = ef / (1.0 + ef)
-    return out
-
-
-def bce(f, y):
-    """Binary cross-entropy of logit f against label y in {0, 1}.
-
-    Computed as softplus((1 - 2y) f) = log(1 + exp((1 - 2y) f)), finite for
-    every finite f and equal to the exact limit (0 or +inf) at f = +-inf.
-    """
-    t = (1.0 - 2.0 * np.asarray(y, dtype=float)) * np.asarray(f, dtype=float)
-    return np.maximum(t, 0.0) + np.log1p(np.exp(-np.abs(t)))
 
 
 def raw_output(w, a, x, scale):

@@ -10,7 +10,7 @@ import numpy as np
 from .. import __version__, _progress
 from .._dispatch import cuda_simulator, resolve_backend
 from .._json import strict_json
-from .._rng import seed_sequence, train_streams
+from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
 from .._validation import check_batch_size, check_choice, check_float, check_int, check_seed
 from ..tasks.base import Task, is_lazy
@@ -194,17 +194,6 @@ def _choose_path(task, width, batch_size, path, backend="cpu"):
         return "dense"
     cost_symbol, cost_dense = step_costs(task.L, batch_size, width, task.input_dim, backend)
     return "symbol" if cost_symbol < cost_dense else "dense"
-
-
-def _recorded_seed(ss):
-    """The integer that rebuilds a model's streams: the entropy of its SeedSequence.
-
-    For ``seed=None`` this is the fresh entropy drawn, so that the run can be
-    repeated. A Generator passed as seed cannot be recorded (None).
-    """
-    if isinstance(ss, np.random.Generator) or ss.spawn_key:
-        return None
-    return int(ss.entropy)
 
 
 def _is_many(value):
@@ -510,7 +499,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
                       batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
                       output_scale=scales[k],
-                      seed=_recorded_seed(seed_seqs[k]),
+                      seed=recorded_seed(seed_seqs[k]),
                       init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
                       eval_every=eval_every, n_test=n_test, version=__version__)
         results.append(TrainResult(

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import __version__
 from .._dispatch import resolve_backend
-from .._rng import seed_sequence
+from .._rng import recorded_seed, seed_sequence
 from .._validation import _fail, check_int, check_seed
 from . import _reference
 from .._json import strict_json
@@ -131,8 +131,7 @@ def seed_state(seed):
         _fail("seed", "an integer >= 0, a SeedSequence or None (walkers draw from a "
               "counter-based generator keyed by the seed)", seed, TypeError)
     ss = seed_sequence(seed)
-    recorded = None if ss.spawn_key else int(ss.entropy)
-    return np.uint64(ss.generate_state(1, np.uint64)[0]), recorded
+    return np.uint64(ss.generate_state(1, np.uint64)[0]), recorded_seed(ss)
 
 
 def check_settings(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None,
