@@ -12,7 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
-from .. import _numerics
+from .. import _jitcache, _numerics
 
 _TWO_PI = 2.0 * math.pi
 _sigmoid = nb.njit(inline="always")(_numerics.scalar_sigmoid)
@@ -37,7 +37,7 @@ def _ntk(dot, nx2, ny2):
     return nn * (2.0 * rho * pit + math.sqrt((1.0 - rho) * (1.0 + rho))) / _TWO_PI
 
 
-@nb.njit(parallel=True, cache=True)
+@_jitcache.njit(parallel=True)
 def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
     """out[i, j] = ntk of row pair i and column pair j; rn, cn are squared norms."""
     for i in nb.prange(out.shape[0]):
@@ -47,7 +47,7 @@ def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
             out[i, j] = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
 
 
-@nb.njit(parallel=True, cache=True)
+@_jitcache.njit(parallel=True)
 def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
     """out[i, :] = sum_j ntk(i, j) V[j, :], without storing the kernel; V is (k, r)."""
     r = V.shape[1]
@@ -63,7 +63,7 @@ def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
             out[i, q] = acc[q]
 
 
-@nb.njit(parallel=True, cache=True)
+@_jitcache.njit(parallel=True)
 def kernel_sgd(K, idx, y, lr, c, loss):
     """Kernel SGD in function space: f = K c over pairs; idx, y are (steps, batch).
 

@@ -30,7 +30,7 @@ beat one two-thread process here.)
 import numba as nb
 import numpy as np
 
-from .. import _numerics
+from .. import _jitcache, _numerics
 
 # No "reassoc": a vectorised reduction may then add in an order that depends on
 # the arrays' memory alignment, so results would change from run to run.
@@ -53,7 +53,7 @@ _sigmoid = nb.njit(inline="always")(_numerics.scalar_sigmoid)
 _bce = nb.njit(inline="always")(_numerics.scalar_bce)
 
 
-@nb.njit(fastmath=_FASTMATH, cache=True)
+@_jitcache.njit(fastmath=_FASTMATH)
 def _lane_sum(x, zero):
     """Sum of x in a fixed order: ``_LANES`` interleaved partial sums, then in turn.
 
@@ -96,7 +96,7 @@ def _lane_sum(x, zero):
     return t
 
 
-@nb.njit(fastmath=_FASTMATH, cache=True)
+@_jitcache.njit(fastmath=_FASTMATH)
 def _output_row(h0, dh, a0, da, scale, terms, zero):
     """Centered output of one input; ``terms`` (m,) is scratch, ``zero`` sets the sum's dtype."""
     for i in range(h0.shape[0]):
@@ -105,7 +105,7 @@ def _output_row(h0, dh, a0, da, scale, terms, zero):
     return _lane_sum(terms, zero) * scale
 
 
-@nb.njit(parallel=True, cache=True)
+@_jitcache.njit(parallel=True)
 def centered_output(h0, dh, a0, da, scale, out):
     """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n).
 
@@ -121,7 +121,7 @@ def centered_output(h0, dh, a0, da, scale, out):
             out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k], terms, 0.0)
 
 
-@nb.njit(fastmath=_FASTMATH, cache=True)
+@_jitcache.njit(fastmath=_FASTMATH)
 def _backward_row(h, a0, da, ef, grad_h, grad_a):
     """grad_h[i] = ef a_i relu'(h_i); grad_a[i] += ef relu(h_i)."""
     for i in range(h.shape[0]):
@@ -132,7 +132,7 @@ def _backward_row(h, a0, da, ef, grad_h, grad_a):
             grad_h[i] = 0
 
 
-@nb.njit(cache=True)
+@_jitcache.njit
 def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
     """Forward, loss and backward to the preactivations, for M models.
 
@@ -172,14 +172,14 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
         correct[k] = csum
 
 
-@nb.njit(fastmath=_FASTMATH, cache=True)
+@_jitcache.njit(fastmath=_FASTMATH)
 def _axpy_row(dst, src, alpha):
     """dst += alpha * src, in its own loop so that it vectorises."""
     for i in range(dst.shape[0]):
         dst[i] += alpha * src[i]
 
 
-@nb.njit(cache=True)
+@_jitcache.njit
 def distinct_pairs(u, v, L, first, count, n_distinct):
     """The distinct (u, v) pairs of each batch, for ``symbol_chunk``.
 
@@ -216,7 +216,7 @@ def distinct_pairs(u, v, L, first, count, n_distinct):
         n_distinct[t] = i
 
 
-@nb.njit(fastmath=_FASTMATH, cache=True)
+@_jitcache.njit(fastmath=_FASTMATH)
 def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, s, lr,
                  D1, D2, gda, h, g, act):
     """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
@@ -274,7 +274,7 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
     return lsum, csum
 
 
-@nb.njit(parallel=True, cache=True)
+@_jitcache.njit(parallel=True)
 def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, batch_of,
                  scale, lr, loss, correct):
     """Run n SGD steps for M models with the same L, in the symbol basis.

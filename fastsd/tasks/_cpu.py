@@ -1,15 +1,16 @@
 """Numba kernels of the image tasks (imported on first use, so that ``fastsd.tasks`` stays light)."""
 import numpy as np
-from numba import njit
+
+from .. import _jitcache
 
 
-@njit(cache=True)
+@_jitcache.njit
 def _reflect(j, n):
     j = j % (2 * n)
     return j if j < n else 2 * n - 1 - j
 
 
-@njit(cache=True)
+@_jitcache.njit
 def place_blurred_kernel(stamps, origins, w, H, W, out):
     """Add the blurred windows of ``stamps`` into ``out`` (n, H * W); see ``_images.place_blurred``.
 

@@ -20,15 +20,15 @@ Entry points: ``simulate`` draws from the counter-based generator; ``run`` is
 the deterministic core fed with pre-drawn symbols and coins (compared exactly
 with ``_reference.run`` and a transcription of App. C.3 in the tests).
 
-Note: Numba's cache is keyed on this file; after editing the generator in
-``_reference.py``, clear ``fastsd/walkers/__pycache__`` (the tests compare
-against the reference and would flag a stale cache).
+The cached kernels are keyed on every fastsd source file (``fastsd._jitcache``),
+so an edit of the generator in ``_reference.py`` recompiles them.
 """
 import types
 
 import numba as nb
 import numpy as np
 
+from .. import _jitcache
 from . import _reference as ref
 
 # The reference's generator functions, compiled. Each is rebuilt over a copy of
@@ -196,7 +196,7 @@ def walk_buffered(key, L, batch_size, n_iters, plus, pairs, omega1, omega2, coun
         apply(L, omega1, omega2, b1, b2)
 
 
-@nb.njit(parallel=True, cache=True)
+@_jitcache.njit(parallel=True)
 def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1, omega2, counts,
              active):
     """Run walkers walker_offset .. walker_offset + W - 1 from the generator, in place."""
@@ -206,7 +206,7 @@ def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1,
                       omega1[w], omega2[w], counts[w], active[w], none, none, none, False)
 
 
-@nb.njit(cache=True)
+@_jitcache.njit
 def run(us, vs, coins, L, batch_size, plus, pairs, omega1, omega2, counts, active):
     """Deterministic core: run walkers on pre-drawn (W, n) symbols and coins, in place.
 
