@@ -3,7 +3,7 @@
 Every visual task has a finite set of L training items (bit-patterns,
 pentomino pieces, CIFAR classes), so that the trainer's pair draws
 (``draw_pairs``: half same, half different, index pairs over the L items)
-are those of ``SameDifferent``. What differs is how an index pair becomes an
+are those of every ``Task`` (``fastsd.tasks.base``). What differs is how an index pair becomes an
 input: ``training_inputs(u, v, rng)`` renders it, drawing the nuisance
 (positions, rotations, blur, which image of a class) from ``rng``.
 Test pairs come from items outside the training set (``_test_inputs``).
@@ -18,7 +18,6 @@ from .._memory import Need, check_fits
 from .._rng import seed_sequence, tagged_generator
 from .._validation import check_array, check_int, check_seed
 from .base import Task
-from .symbols import SameDifferent
 
 
 def balanced_labels(n, rng):
@@ -123,9 +122,6 @@ class ImageTask(Task):
     #: (2, *feature_shape); ``weights_as_images`` reshapes to it.
     image_shape: tuple
 
-    #: Balanced index pairs over the L training items, as for symbols.
-    draw_pairs = SameDifferent.draw_pairs
-
     def _check_n_train(self, name, value, limit, why):
         """Validate a count of training items: an integer in 2..limit, ``why`` says the limit."""
         if value is None:
@@ -150,29 +146,9 @@ class ImageTask(Task):
         self.seed_entropy = ss.entropy
         return tagged_generator(ss, "symbols")
 
-    def training_inputs(self, u, v, rng):
-        """Render training pairs of items (u, v); shape (..., input_dim), float64."""
-        raise NotImplementedError
-
     def _test_inputs(self, y, rng):
-        raise NotImplementedError
-
-    def sample_train(self, n, seed=None):
-        """Draw n balanced training inputs over the L training items, in shuffled order.
-
-        Parameters
-        ----------
-        n : int
-            Number of inputs, >= 1. When n is even exactly half are same.
-        seed : int, SeedSequence, Generator or None
-
-        Returns
-        -------
-        x : ndarray, shape (n, input_dim), float64
-        y : ndarray, shape (n,), float64
-            1.0 for same, 0.0 for different.
-        """
-        return SameDifferent.sample_train(self, n, seed)     # the same draws, our rendering
+        """Render test inputs for labels y from items outside the training set."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _test_inputs")
 
     def sample_test(self, n, seed=None):
         """Draw n balanced test inputs from items outside the training set.

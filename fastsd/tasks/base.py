@@ -6,7 +6,11 @@ flags: the symbol task uses 1/(gamma sqrt(d)) and alpha = gamma^2 d alpha0
 """
 import math
 
+import numpy as np
+
 from .._memory import Need, check_fits
+from .._rng import tagged_generator
+from .._validation import check_int, check_seed
 
 #: gamma * sqrt(d) of the paper's "gamma ~ 0" (lazy) models: gamma = 1e-5/sqrt(d) on the
 #: symbol task (Sec. 2, App. G.1); tasks without the sqrt(d) factor use gamma = 1e-5.
@@ -29,19 +33,99 @@ def is_lazy(gamma):
 
 
 class Task:
-    """Base class of the same-different tasks.
+    """Base class of the same-different tasks: what the trainer and the engines use.
 
-    Subclasses set ``input_dim`` (the length p of a pair vector x),
-    ``scale_dim`` (the d in 1/(gamma sqrt(d)); 1 for image tasks) and
-    ``default_alpha0``, and implement ``sample_train`` and ``sample_test``.
+    Every task holds ``L`` training items (symbols, bit-patterns, shapes or
+    classes) and declares:
+
+    * ``L`` (int >= 2), ``input_dim`` (the length p of a pair vector x),
+      ``scale_dim`` (the d in 1/(gamma sqrt(d)); 1 for image tasks) and
+      ``default_alpha0``;
+    * ``training_inputs(u, v, rng)``: the inputs of training pairs of items
+      (index arrays u, v of shape (n,)), shape (n, input_dim), float64;
+    * ``sample_test(n, seed)``: n balanced test pairs from unseen items.
+
+    From these the base class draws the training batches (``draw_pairs``, the
+    engines' index pairs; ``sample_train``), so every task draws its pairs the
+    same way. ``tests/test_task_contract.py`` holds every task to this.
     """
 
+    L: int
     input_dim: int
     scale_dim: int = 1
     default_alpha0: float = 0.1
     #: True when every training input lies in the span of a fixed set of
     #: vectors, so that the symbol-basis training path applies.
     has_symbol_basis: bool = False
+
+    def training_inputs(self, u, v, rng):
+        """Return the inputs of training pairs (u, v), index arrays of shape (n,): (n, input_dim)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement training_inputs")
+
+    def sample_test(self, n, seed=None):
+        """Return n balanced test pairs ``(x, y)`` from items outside the training set."""
+        raise NotImplementedError(f"{type(self).__name__} must implement sample_test")
+
+    def draw_pairs(self, rng, shape):
+        """Draw balanced pairs of training-item indices (symbols, patterns, shapes, classes).
+
+        Along the last axis (a batch of n pairs) the first n // 2 pairs are
+        same, the next n // 2 different, and for odd n the last pair is same
+        or different with probability 1/2. A different pair uses two distinct
+        items, the second uniform over the other L - 1.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        shape : tuple of int
+            (..., n): leading axes (e.g. steps) and the batch size n.
+
+        Returns
+        -------
+        u, v : ndarray of int32, shape ``shape``
+            Indices of the first and second item.
+        y : ndarray of float64, shape ``shape``
+            1.0 for same, 0.0 for different.
+        """
+        *lead, n = shape
+        half = n // 2
+        u = rng.integers(0, self.L, size=shape)
+        y = np.zeros(shape)
+        y[..., :half] = 1.0
+        if n % 2:
+            y[..., -1] = rng.integers(0, 2, size=lead)
+        offset = rng.integers(1, self.L, size=shape)
+        v = np.where(y == 1.0, u, (u + offset) % self.L)
+        return u.astype(np.int32), v.astype(np.int32), y
+
+    def sample_train(self, n, seed=None):
+        """Draw n balanced training pairs over the L training items, in shuffled order.
+
+        Parameters
+        ----------
+        n : int
+            Number of pairs, >= 1. When n is even exactly half are same.
+        seed : int, SeedSequence, Generator or None
+
+        Returns
+        -------
+        x : ndarray, shape (n, input_dim), float64
+        y : ndarray, shape (n,), float64
+            1.0 for same, 0.0 for different.
+
+        Raises
+        ------
+        SizeTooLargeError
+            Before drawing, when the n pairs would not fit in memory.
+        """
+        n = check_int("n", n, minimum=1)
+        check_seed("seed", seed)
+        self._check_sample_fits(n)
+        rng = tagged_generator(seed, "sample_train")
+        u, v, y = self.draw_pairs(rng, (n,))
+        perm = rng.permutation(n)
+        u, v, y = u[perm], v[perm], y[perm]
+        return self.training_inputs(u, v, rng), y
 
     def test_key(self):
         """Return what determines ``sample_test``'s draws besides the generator, or None.

@@ -93,39 +93,6 @@ class SameDifferent(Task):
         extra = "" if self.root_d else ", root_d=False"
         return f"SameDifferent(d={self.d}, L={self.L}, sigma2={self.sigma2}{extra})"
 
-    # -- pair indices -----------------------------------------------------
-    def draw_pairs(self, rng, shape):
-        """Draw balanced symbol-index pairs for training.
-
-        Along the last axis (a batch of n pairs) the first n // 2 pairs are
-        same, the next n // 2 different, and for odd n the last pair is same
-        or different with probability 1/2. A different pair uses two distinct
-        symbols, the second uniform over the other L - 1.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-        shape : tuple of int
-            (..., n): leading axes (e.g. steps) and the batch size n.
-
-        Returns
-        -------
-        u, v : ndarray of int32, shape ``shape``
-            Indices of the first and second symbol.
-        y : ndarray of float64, shape ``shape``
-            1.0 for same, 0.0 for different.
-        """
-        *lead, n = shape
-        half = n // 2
-        u = rng.integers(0, self.L, size=shape)
-        y = np.zeros(shape)
-        y[..., :half] = 1.0
-        if n % 2:
-            y[..., -1] = rng.integers(0, 2, size=lead)
-        offset = rng.integers(1, self.L, size=shape)
-        v = np.where(y == 1.0, u, (u + offset) % self.L)
-        return u.astype(np.int32), v.astype(np.int32), y
-
     def _pairs_to_x(self, s1, s2, rng):
         x = np.concatenate([s1, s2], axis=-1)
         if self.sigma2 > 0:
@@ -135,36 +102,6 @@ class SameDifferent(Task):
     def training_inputs(self, u, v, rng):
         """Return x = (s_u + eta; s_v + eta'), shape (..., 2d), for index arrays u, v."""
         return self._pairs_to_x(self.symbols[u], self.symbols[v], rng)
-
-    # -- public samplers ------------------------------------------------------
-    def sample_train(self, n, seed=None):
-        """Draw n balanced training pairs over the L symbols, in shuffled order.
-
-        Parameters
-        ----------
-        n : int
-            Number of pairs, >= 1. When n is even exactly half are same.
-        seed : int, SeedSequence, Generator or None
-
-        Returns
-        -------
-        x : ndarray, shape (n, 2d), float64
-        y : ndarray, shape (n,), float64
-            1.0 for same, 0.0 for different.
-
-        Raises
-        ------
-        SizeTooLargeError
-            Before drawing, when the n pairs would not fit in memory.
-        """
-        n = check_int("n", n, minimum=1)
-        check_seed("seed", seed)
-        self._check_sample_fits(n)
-        rng = tagged_generator(seed, "sample_train")
-        u, v, y = self.draw_pairs(rng, (n,))
-        perm = rng.permutation(n)
-        u, v, y = u[perm], v[perm], y[perm]
-        return self.training_inputs(u, v, rng), y
 
     def test_key(self):
         """Test pairs use fresh symbols: they depend on d and sigma2 only, not on the L symbols."""
