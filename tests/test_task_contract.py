@@ -1,8 +1,8 @@
 """The contract every task keeps (fastsd.tasks.base.Task): what the trainer and engines use.
 
-Each task is checked for the same properties: L and input_dim, balanced index pairs
-from the base class (no task borrows another's methods), training inputs of the declared
-size, balanced and reproducible training and test samples.
+Each task is checked for the same properties: L and input_dim, balanced index pairs and
+labels from the base class (no task borrows another's methods), training inputs of the
+declared size, balanced and reproducible training and test samples.
 """
 import numpy as np
 import pytest
@@ -42,7 +42,8 @@ def test_declares_what_the_engines_use(task):
     # one way of drawing pairs for every task, inherited, not borrowed from another task
     assert type(task).draw_pairs is Task.draw_pairs
     assert type(task).sample_train is Task.sample_train
-    for name in ("training_inputs", "sample_test"):
+    assert type(task).sample_test is Task.sample_test
+    for name in ("training_inputs", "_test_inputs"):          # what each task renders itself
         assert getattr(type(task), name) is not getattr(Task, name), name
     assert task.lazy_gamma() > 0 and np.isfinite(task.output_scale(task.lazy_gamma()))
 

@@ -20,18 +20,6 @@ from .._validation import check_array, check_int, check_seed
 from .base import Task
 
 
-def balanced_labels(n, rng):
-    """Labels of n pairs, exactly half 1.0 (same) for even n, in random order.
-
-    For odd n the extra pair is same or different with probability 1/2.
-    """
-    y = np.zeros(n)
-    y[: n // 2] = 1.0
-    if n % 2:
-        y[-1] = rng.integers(0, 2)
-    return y[rng.permutation(n)]
-
-
 def distinct_partner(a, y, k, rng):
     """Second item of each pair: ``a`` where y = 1, else uniform over the other k - 1 items."""
     return np.where(y == 1.0, a, (a + rng.integers(1, k, size=a.shape)) % k)
@@ -145,31 +133,6 @@ class ImageTask(Task):
         ss = seed_sequence(seed)
         self.seed_entropy = ss.entropy
         return tagged_generator(ss, "symbols")
-
-    def _test_inputs(self, y, rng):
-        """Render test inputs for labels y from items outside the training set."""
-        raise NotImplementedError(f"{type(self).__name__} must implement _test_inputs")
-
-    def sample_test(self, n, seed=None):
-        """Draw n balanced test inputs from items outside the training set.
-
-        Parameters
-        ----------
-        n : int
-            Number of inputs, >= 1. When n is even exactly half are same.
-        seed : int, SeedSequence, Generator or None
-
-        Returns
-        -------
-        x : ndarray, shape (n, input_dim), float64
-        y : ndarray, shape (n,), float64
-        """
-        n = check_int("n", n, minimum=1)
-        check_seed("seed", seed)
-        self._check_sample_fits(n)
-        rng = tagged_generator(seed, "sample_test")
-        y = balanced_labels(n, rng)
-        return self._test_inputs(y, rng), y
 
     def weights_as_images(self, w):
         """Reshape hidden weights into the shape of an input, for Fig. A1.

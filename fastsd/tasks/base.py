@@ -32,6 +32,19 @@ def is_lazy(gamma):
     return gamma == "lazy"
 
 
+def balanced_labels(n, rng):
+    """Labels of n pairs, exactly half 1.0 (same) for even n, in random order.
+
+    For odd n the extra pair is same or different with probability 1/2.
+    """
+    y = np.zeros(n)
+    y[: n // 2] = 1.0
+    if n % 2:
+        y[-1] = rng.integers(0, 2)
+    return y[rng.permutation(n)]
+
+
+
 class Task:
     """Base class of the same-different tasks: what the trainer and the engines use.
 
@@ -62,9 +75,9 @@ class Task:
         """Return the inputs of training pairs (u, v), index arrays of shape (n,): (n, input_dim)."""
         raise NotImplementedError(f"{type(self).__name__} must implement training_inputs")
 
-    def sample_test(self, n, seed=None):
-        """Return n balanced test pairs ``(x, y)`` from items outside the training set."""
-        raise NotImplementedError(f"{type(self).__name__} must implement sample_test")
+    def _test_inputs(self, y, rng):
+        """Return the inputs of test pairs with labels y (shape (n,)): (n, input_dim)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _test_inputs")
 
     def draw_pairs(self, rng, shape):
         """Draw balanced pairs of training-item indices (symbols, patterns, shapes, classes).
@@ -118,14 +131,39 @@ class Task:
         SizeTooLargeError
             Before drawing, when the n pairs would not fit in memory.
         """
-        n = check_int("n", n, minimum=1)
-        check_seed("seed", seed)
-        self._check_sample_fits(n)
-        rng = tagged_generator(seed, "sample_train")
+        n, rng = self._sample_stream(n, seed, "sample_train")
         u, v, y = self.draw_pairs(rng, (n,))
         perm = rng.permutation(n)
         u, v, y = u[perm], v[perm], y[perm]
         return self.training_inputs(u, v, rng), y
+
+    def sample_test(self, n, seed=None):
+        """Draw n balanced test pairs from items outside the training set, in shuffled order.
+
+        Symbol tasks draw fresh symbols s ~ N(0, I/d) for every pair; visual
+        tasks draw patterns, shapes or classes held out of training.
+
+        Parameters
+        ----------
+        n : int
+            Number of pairs, >= 1. When n is even exactly half are same; for
+            odd n the extra pair is same or different with probability 1/2.
+        seed : int, SeedSequence, Generator or None
+
+        Returns
+        -------
+        x : ndarray, shape (n, input_dim), float64
+        y : ndarray, shape (n,), float64
+            1.0 for same, 0.0 for different.
+
+        Raises
+        ------
+        SizeTooLargeError
+            Before drawing, when the n pairs would not fit in memory.
+        """
+        n, rng = self._sample_stream(n, seed, "sample_test")
+        y = balanced_labels(n, rng)
+        return self._test_inputs(y, rng), y
 
     def test_key(self):
         """Return what determines ``sample_test``'s draws besides the generator, or None.
@@ -144,6 +182,13 @@ class Task:
         1e-5/sqrt(d).
         """
         return LAZY_GAMMA_SQRT_D / math.sqrt(self.scale_dim)
+
+    def _sample_stream(self, n, seed, tag):
+        """Check a sampler's ``n`` (>= 1, fits in memory) and ``seed``; return n and its stream."""
+        n = check_int("n", n, minimum=1)
+        check_seed("seed", seed)
+        self._check_sample_fits(n)
+        return n, tagged_generator(seed, tag)
 
     def _check_sample_fits(self, n):
         """Raise ``SizeTooLargeError`` unless n pairs (float64 inputs and their parts) fit."""

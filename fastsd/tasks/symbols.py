@@ -107,38 +107,11 @@ class SameDifferent(Task):
         """Test pairs use fresh symbols: they depend on d and sigma2 only, not on the L symbols."""
         return ("SameDifferent", self.d, self.sigma2)
 
-    def sample_test(self, n, seed=None):
-        """Draw n balanced test pairs, each from fresh symbols s ~ N(0, I/d).
-
-        A same pair repeats one fresh symbol; a different pair uses two
-        independent fresh symbols. Noise is added to each item as in training.
-
-        Parameters
-        ----------
-        n : int
-            Number of pairs, >= 1. When n is even exactly half are same.
-        seed : int, SeedSequence, Generator or None
-
-        Returns
-        -------
-        x : ndarray, shape (n, 2d), float64
-        y : ndarray, shape (n,), float64
-
-        Raises
-        ------
-        SizeTooLargeError
-            Before drawing, when the n pairs would not fit in memory.
-        """
-        n = check_int("n", n, minimum=1)
-        check_seed("seed", seed)
-        self._check_sample_fits(n)
-        rng = tagged_generator(seed, "sample_test")
-        y = np.zeros(n)
-        y[: n // 2] = 1.0
-        if n % 2:
-            y[-1] = rng.integers(0, 2)
-        y = y[rng.permutation(n)]
+    def _test_inputs(self, y, rng):
+        """Test pairs from fresh symbols s ~ N(0, I/d): a same pair repeats one, a different
+        pair uses two independent ones; noise is added to each item as in training."""
+        n = len(y)
         s1 = rng.standard_normal((n, self.d)) / np.sqrt(self.d)
         s2 = rng.standard_normal((n, self.d)) / np.sqrt(self.d)
         s2 = np.where(y[:, None] == 1.0, s1, s2)
-        return self._pairs_to_x(s1, s2, rng), y
+        return self._pairs_to_x(s1, s2, rng)
