@@ -15,6 +15,7 @@ import warnings
 from . import _stop
 from ._validation import check_choice
 from .presets import FIGURES, MAX_MARGIN, WEIGHT_IMAGES, WEIGHT_STRUCTURE, get_preset
+from .tasks.base import LAZY_GAMMA_SQRT_D
 
 
 def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
@@ -314,10 +315,13 @@ def _visual(preset, records, prefix):
     return heading, "\n".join(text).rstrip(), {"panels": blocks}, figures
 
 
+#: The paper's "gamma ~ 0" on an image task, which has no sqrt(d) factor (App. G.3-G.4):
+#: ``ImageTask.lazy_gamma()``, the number itself.
+IMAGE_LAZY_GAMMA = LAZY_GAMMA_SQRT_D
 #: Fig. A1's tasks: images two cells a side (App. A), and the two models trained on each.
 _A1_TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
              "Pentomino": dict(width=2, n_train_shapes=14)}
-_A1_MODELS = {"rich": 1.0, "lazy": 1e-5}
+_A1_MODELS = {"rich": 1.0, "lazy": IMAGE_LAZY_GAMMA}
 
 
 def _weight_images(name, out, progress):
@@ -410,10 +414,13 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
         When some cells failed; the finished ones are saved.
     """
     from . import plots
-    from .scan import (format_activation_table, format_table, summarize,
-                       summarize_activation)
-
     from ._dispatch import BACKENDS
+    from .scan import (
+        format_activation_table,
+        format_table,
+        summarize,
+        summarize_activation,
+    )
 
     check_choice("figure", figure, FIGURES)
     check_choice("backend", backend, BACKENDS)

@@ -6,10 +6,11 @@ declared size, balanced and reproducible training and test samples.
 """
 import numpy as np
 import pytest
+from test_cifar import write_split
 
+from fastsd.reproduce import IMAGE_LAZY_GAMMA
 from fastsd.tasks import PSVRT, CifarPairs, Pentomino, SameDifferent
 from fastsd.tasks.base import Task
-from test_cifar import write_split
 
 
 def _cifar(tmp_path):
@@ -46,6 +47,8 @@ def test_declares_what_the_engines_use(task):
     for name in ("training_inputs", "_test_inputs"):          # what each task renders itself
         assert getattr(type(task), name) is not getattr(Task, name), name
     assert task.lazy_gamma() > 0 and np.isfinite(task.output_scale(task.lazy_gamma()))
+    if task.scale_dim == 1:             # image tasks: the lazy gamma Fig. A1 trains with
+        assert task.lazy_gamma() == IMAGE_LAZY_GAMMA
 
 
 def test_index_pairs_are_balanced_and_render_to_the_declared_size(task):
