@@ -202,7 +202,7 @@ def build_parser():
 def _cmd_train(args):
     from ._validation import check_int
     from .scan import Cell, train_cells
-    from .scan.cells import lazy_gamma
+    from .conventions import lazy_gamma
     from .theory import rich_test_accuracy
 
     gamma = lazy_gamma(check_int("d", args.d, 1)) if args.gamma == "lazy" else args.gamma
@@ -251,7 +251,7 @@ def _cmd_walkers(args):
 
 def _cmd_ntk(args):
     from .kernels import lazy_cell
-    from .scan.cells import resolve_task_seed
+    from .conventions import resolve_task_seed
 
     pairs = args.pairs
     if pairs != "all":

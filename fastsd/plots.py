@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .scan.cells import gamma_group, gamma_label
+from .conventions import gamma_group, gamma_label
 from .theory import rich_test_accuracy
 
 

@@ -15,7 +15,7 @@ import warnings
 from . import _stop
 from ._validation import check_choice
 from .presets import FIGURES, MAX_MARGIN, WEIGHT_IMAGES, WEIGHT_STRUCTURE, get_preset
-from .tasks.base import LAZY_GAMMA_SQRT_D
+from .conventions import IMAGE_LAZY_GAMMA
 
 
 def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
@@ -131,7 +131,7 @@ def _max_margin(name, out, progress):
 def _weight_structure(name, out, progress):
     from .mlp import train_ensemble
     from .plots import plot_weight_structure
-    from .scan import lazy_gamma
+    from .conventions import lazy_gamma
     from .tasks import SameDifferent
     from .units import run_units
     from .walkers import weight_structure
@@ -315,9 +315,6 @@ def _visual(preset, records, prefix):
     return heading, "\n".join(text).rstrip(), {"panels": blocks}, figures
 
 
-#: The paper's "gamma ~ 0" on an image task, which has no sqrt(d) factor (App. G.3-G.4):
-#: ``ImageTask.lazy_gamma()``, the number itself.
-IMAGE_LAZY_GAMMA = LAZY_GAMMA_SQRT_D
 #: Fig. A1's tasks: images two cells a side (App. A), and the two models trained on each.
 _A1_TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
              "Pentomino": dict(width=2, n_train_shapes=14)}

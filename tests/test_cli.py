@@ -503,7 +503,7 @@ def test_out_of_memory_advice_names_the_commands_own_options(command, advice, ca
 def test_ntk_uses_the_symbols_of_train_and_the_scans_by_default(capsys):
     # it used to default to task seed 0, so `fastsd ntk` and `fastsd train` with the same
     # d, L and seed compared the limit and the network on different symbols
-    from fastsd.scan.cells import derive_task_seed
+    from fastsd.conventions import derive_task_seed
 
     assert main(["ntk", "--d", "8", "--L", "4", "--steps", "100", "--eval-every", "50",
                  "--n-test", "64", "--json"]) == 0
@@ -511,7 +511,7 @@ def test_ntk_uses_the_symbols_of_train_and_the_scans_by_default(capsys):
 
 
 def test_train_takes_gamma_lazy_as_the_scans_do(capsys):
-    from fastsd.scan.cells import lazy_gamma
+    from fastsd.conventions import lazy_gamma
 
     assert main(["train", *TINY[:4], "--gamma", "lazy", *TINY[6:], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["gamma"] == lazy_gamma(8)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fastsd import plots
-from fastsd.scan.cells import lazy_gamma
+from fastsd.conventions import lazy_gamma
 
 
 @pytest.fixture

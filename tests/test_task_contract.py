@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_cifar import write_split
 
-from fastsd.reproduce import IMAGE_LAZY_GAMMA
+from fastsd.conventions import IMAGE_LAZY_GAMMA
 from fastsd.tasks import PSVRT, CifarPairs, Pentomino, SameDifferent
 from fastsd.tasks.base import Task
 

@@ -13,7 +13,8 @@ from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
 from .._validation import check_batch_size, check_choice, check_float, check_int, check_seed
-from ..tasks.base import Task, is_lazy
+from ..conventions import is_lazy
+from ..tasks.base import Task
 from ..tasks.symbols import SameDifferent
 from . import _engines
 from .evaluate import output

@@ -5,7 +5,8 @@
 >>> run(grid, "mlp", "results/scan.jsonl")           # local processes by default
 >>> load("results/scan.jsonl", xarray=True)          # axes gamma, L, seed as dimensions
 """
-from .cells import Cell, derive_task_seed, gamma_group, gamma_label, gamma_name, lazy_gamma
+from ..conventions import derive_task_seed, gamma_group, gamma_label, gamma_name, lazy_gamma
+from .cells import Cell
 from .grid import Grid
 from .predictors import PREDICTORS, Predictor, cell_record, get_predictor, train_cells
 from .runner import ScanError, load, run

@@ -1,57 +1,19 @@
 """The MLP predictor's cell: one training run of the same-different task.
 
-``Cell`` validates and completes the settings of one "mlp" scan cell;
-``lazy_gamma`` and the ``gamma_*`` helpers name the paper's "gamma ~ 0"
-(1e-5/sqrt(d)) consistently in keys, tables and legends.
+``Cell`` validates and completes the settings of one "mlp" scan cell; the
+paper's conventions it applies (the lazy gamma, the symbols' seed) live in
+``fastsd.conventions``.
 """
-import math
 from dataclasses import asdict, dataclass, fields
 
-import numpy as np
 
 from .._validation import check_batch_size, check_choice, check_float, check_int
-from ..tasks.base import LAZY_GAMMA_SQRT_D
+from ..conventions import resolve_task_seed
 
 
 def settings_key(settings):
     """Return the stable key of a scan cell: ``name=repr(value)`` pairs sorted by name."""
     return ",".join(f"{k}={settings[k]!r}" for k in sorted(settings))
-
-
-def lazy_gamma(d):
-    """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2, App. G.1)."""
-    return LAZY_GAMMA_SQRT_D / math.sqrt(d)
-
-
-def derive_task_seed(seed, L, d):
-    """Return the seed of a cell's training symbols, derived from (seed, L, d).
-
-    Cells that differ only in gamma share their symbols, and a rerun draws the
-    same symbols; the symbols do not share a stream with the model, whose seed
-    is ``seed`` itself.
-
-    Parameters
-    ----------
-    seed, L, d : int
-
-    Returns
-    -------
-    int
-        A non-negative 63-bit integer.
-    """
-    state = np.random.SeedSequence([seed, L, d]).generate_state(1, np.uint64)[0]
-    return int(state >> np.uint64(1))
-
-
-def resolve_task_seed(task_seed, seed, L, d):
-    """Return ``task_seed`` checked (an integer >= 0), or derived from (seed, L, d) when None.
-
-    Every predictor that uses training symbols resolves its task seed here,
-    so that cells of one (seed, L, d) share their symbols across predictors.
-    """
-    if task_seed is None:
-        return derive_task_seed(seed, L, d)
-    return check_int("task_seed", task_seed, 0)
 
 
 @dataclass(frozen=True)
@@ -129,23 +91,3 @@ class Cell:
         """
         return tuple(getattr(self, f.name) for f in fields(self)
                      if f.name not in ("gamma", "seed", "task_seed"))
-
-
-
-def gamma_group(gamma, d):
-    """Return the column a model belongs to: 0.0 for the lazy gamma = 1e-5/sqrt(d), else gamma.
-
-    The lazy gamma depends on d, so grouping by the raw value would split
-    Fig. 1f's lazy curve into one point per d.
-    """
-    return 0.0 if math.isclose(gamma * math.sqrt(d), LAZY_GAMMA_SQRT_D, rel_tol=1e-9) else gamma
-
-
-def gamma_label(group):
-    """Legend label of a gamma group, e.g. "γ≈0 (1e-5/√d)" or "γ = 0.1"."""
-    return "γ≈0 (1e-5/√d)" if group == 0.0 else f"γ = {group:.3g}"
-
-
-def gamma_name(group):
-    """ASCII column name of a gamma group, e.g. "gamma~0" or "gamma=0.1"."""
-    return "gamma~0" if group == 0.0 else f"gamma={group:.3g}"

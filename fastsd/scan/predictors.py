@@ -19,8 +19,8 @@ from dataclasses import asdict, fields
 
 from .._json import strict_json
 from .._validation import check_batch_size, check_choice, check_float, check_int
-from ..tasks.base import LAZY_GAMMA_SQRT_D, is_lazy
-from .cells import Cell, lazy_gamma, resolve_task_seed, settings_key
+from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, lazy_gamma, resolve_task_seed
+from .cells import Cell, settings_key
 
 
 class Predictor:

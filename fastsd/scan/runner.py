@@ -323,7 +323,7 @@ def _coordinate(axis, coords, settings):
     it; its setting is the coordinate. On the gamma axis the numeric setting
     is used, so that the lazy gamma is 0.0 (``gamma_group``) either way.
     """
-    from .cells import gamma_group
+    from ..conventions import gamma_group
 
     if axis == "gamma":
         return gamma_group(settings["gamma"], settings.get("d", 1))

@@ -3,7 +3,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .cells import gamma_group, gamma_name
+from ..conventions import gamma_group, gamma_name
 
 
 def summarize(records, axis, columns="gamma"):

@@ -9,28 +9,9 @@ import math
 import numpy as np
 
 from .._memory import Need, check_fits
+from ..conventions import LAZY_GAMMA_SQRT_D
 from .._rng import tagged_generator
 from .._validation import check_int, check_seed
-
-#: gamma * sqrt(d) of the paper's "gamma ~ 0" (lazy) models: gamma = 1e-5/sqrt(d) on the
-#: symbol task (Sec. 2, App. G.1); tasks without the sqrt(d) factor use gamma = 1e-5.
-LAZY_GAMMA_SQRT_D = 1e-5
-
-
-def is_lazy(gamma):
-    """True for the setting gamma = "lazy"; any other string is an error.
-
-    Raises
-    ------
-    ValueError
-        For a string other than "lazy" (e.g. "LAZY"), naming both spellings
-        that are accepted.
-    """
-    if isinstance(gamma, str) and gamma != "lazy":
-        raise ValueError(f"`gamma` must be a number > 0 or 'lazy' (the paper's gamma ~ 0); got "
-                         f"{gamma!r}.")
-    return gamma == "lazy"
-
 
 def balanced_labels(n, rng):
     """Labels of n pairs, exactly half 1.0 (same) for even n, in random order.

@@ -6,7 +6,8 @@ import numpy as np
 from .._memory import check_fits, need
 from .._rng import seed_sequence, tagged_generator
 from .._validation import check_float, check_int, check_seed
-from .base import LAZY_GAMMA_SQRT_D, Task
+from ..conventions import LAZY_GAMMA_SQRT_D
+from .base import Task
 
 
 class SameDifferent(Task):
