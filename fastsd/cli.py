@@ -385,6 +385,10 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             args.func(args)
+            sys.stdout.flush()              # a closed pipe shows here, not at exit
+    except BrokenPipeError:                 # `fastsd ... | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, TypeError, BackendUnavailableError, StoreLockedError, OSError,
             ScanError, SizeTooLargeError) as exc:   # a size refused before allocating too
         print(f"fastsd: error: {_option_spelling(str(exc), args._parser)}", file=sys.stderr)

@@ -625,3 +625,13 @@ def test_an_inherited_ignored_sigint_stays_ignored(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and "ran on" in proc.stdout, proc.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_early_ends_quietly():
+    # `fastsd ntk --json | head -c 500` printed "fastsd: error: [Errno 32] Broken pipe";
+    # `true` closes the pipe before fastsd writes, so the write always fails
+    cmd = (f"{sys.executable} -m fastsd ntk --d 2 --L 3 --steps 20 --eval-every 10 "
+           f"--n-test 8 --quiet --json | true; echo status=${{PIPESTATUS[0]}}")
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert "status=0" in proc.stdout, (proc.stdout, proc.stderr)
+    assert "Broken pipe" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
