@@ -7,9 +7,17 @@ on the GPU through Numba-CUDA alone (the walkers) asks for "cuda" with
 hold NumPy arrays instead. Under ``NUMBA_ENABLE_CUDASIM=1`` Numba-CUDA
 kernels run on the CPU simulator, so "cuda" is available for tests without a
 GPU, but "auto" never picks the simulator.
+
+Every kernel family (mlp, walkers, kernels) declares itself once with
+``register_family``: the same three modules in its package (``_reference``,
+``_cpu``, ``_cuda``), one interface they all implement, and what its "cuda"
+backend needs. Entry points call ``Family.load(backend)``; the tests run one
+body over ``Family.available()`` against the reference.
 """
+import importlib
 import importlib.util
 import os
+from dataclasses import dataclass
 
 from ._validation import check_choice
 from .exceptions import BackendUnavailableError
@@ -101,3 +109,76 @@ def resolve_backend(backend, *, needs_cupy=False):
         if reason is not None:
             raise BackendUnavailableError(reason)
     return backend
+
+
+# -- the registry of kernel families -----------------------------------------------
+#: Backend name -> module name inside a family's package: the same files in every family.
+BACKEND_MODULES = {"numpy": "_reference", "cpu": "_cpu", "cuda": "_cuda"}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A kernel family's backends: one module per backend, all defining ``interface``.
+
+    Attributes
+    ----------
+    name : str
+        The family ("mlp", "walkers", "kernels").
+    package : str
+        Its package; backend b lives in ``package + "." + BACKEND_MODULES[b]``.
+    interface : tuple of str
+        The names every backend module defines, with one signature across
+        backends (tests/test_backend_registry.py checks it).
+    needs_cupy : {False, True, "device"}
+        Whether the family's "cuda" backend needs CuPy as well as
+        Numba-CUDA: always, never, or ("device") on a real GPU only, the
+        simulator's engines holding NumPy arrays.
+    """
+
+    name: str
+    package: str
+    interface: tuple
+    needs_cupy: object = False
+
+    def resolve(self, backend):
+        """The concrete backend for ``backend`` (``resolve_backend`` with this family's needs)."""
+        needs = (not cuda_simulator()) if self.needs_cupy == "device" else bool(self.needs_cupy)
+        return resolve_backend(backend, needs_cupy=needs)
+
+    def module(self, backend):
+        """The module of a concrete backend ("numpy", "cpu" or "cuda"), imported on first use."""
+        check_choice("backend", backend, tuple(BACKEND_MODULES))
+        return importlib.import_module(f"{self.package}.{BACKEND_MODULES[backend]}")
+
+    def load(self, backend):
+        """Resolve ``backend`` and return (its concrete name, its module).
+
+        Raises
+        ------
+        ValueError, BackendUnavailableError
+            As ``resolve_backend``.
+        """
+        name = self.resolve(backend)
+        return name, self.module(name)
+
+    def available(self):
+        """The concrete backends that can run here (the simulator counts for "cuda")."""
+        out = []
+        for b in BACKEND_MODULES:
+            try:
+                self.resolve(b)
+            except BackendUnavailableError:
+                continue
+            out.append(b)
+        return out
+
+
+FAMILIES = {}
+
+
+def register_family(name, package, interface, *, needs_cupy=False):
+    """Declare a kernel family; return its ``Family``. The one way a family gets backends."""
+    if name in FAMILIES:
+        raise ValueError(f"`name` must be a new family; {name!r} is already registered.")
+    FAMILIES[name] = fam = Family(name, package, tuple(interface), needs_cupy)
+    return fam
