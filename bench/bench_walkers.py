@@ -48,11 +48,7 @@ def timed(f, *args):
 
 def run_cpu(seed64, n_iters, threads):
     numba.set_num_threads(threads)
-    out = [np.zeros((WALKERS, L), np.int64) for _ in range(2)]
-    out += [np.zeros((WALKERS, 4), np.int64) for _ in range(2)]
-    wall, cpu, _ = timed(_cpu.simulate, seed64, 0, L, BATCH, n_iters, 1,
-                         _cpu.use_pairs(L, BATCH), *out)
-    return wall, cpu, out
+    return timed(_cpu.simulate, seed64, 0, WALKERS, L, BATCH, n_iters, 1)
 
 
 def run_numpy(seed64, n_iters):

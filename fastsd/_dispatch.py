@@ -8,10 +8,9 @@ hold NumPy arrays instead. Under ``NUMBA_ENABLE_CUDASIM=1`` Numba-CUDA
 kernels run on the CPU simulator, so "cuda" is available for tests without a
 GPU, but "auto" never picks the simulator.
 
-Every kernel family (mlp, walkers, kernels) declares itself once with
-``register_family``: the same three modules in its package (``_reference``,
-``_cpu``, ``_cuda``), one interface they all implement, and what its "cuda"
-backend needs. Entry points call ``Family.load(backend)``; the tests run one
+Every kernel family (mlp, walkers, kernels) is declared once, in ``FAMILIES``:
+the same three modules in its package (``_reference``, ``_cpu``, ``_cuda``),
+one interface they all implement, and what its "cuda" backend needs. Entry points call ``Family.load(backend)``; the tests run one
 body over ``Family.available()`` against the reference.
 """
 import importlib
@@ -173,12 +172,10 @@ class Family:
         return out
 
 
-FAMILIES = {}
-
-
-def register_family(name, package, interface, *, needs_cupy=False):
-    """Declare a kernel family; return its ``Family``. The one way a family gets backends."""
-    if name in FAMILIES:
-        raise ValueError(f"`name` must be a new family; {name!r} is already registered.")
-    FAMILIES[name] = fam = Family(name, package, tuple(interface), needs_cupy)
-    return fam
+#: The one registry: every kernel family, declared here, importable without importing it.
+FAMILIES = {f.name: f for f in (
+    # ENGINES: path -> engine class; with two paths, step_costs (fastsd.mlp._cpu)
+    Family("mlp", "fastsd.mlp", ("ENGINES",), needs_cupy="device"),
+    # the App. C.3 process: simulate, run (pre-drawn), buffers (memory needs)
+    Family("walkers", "fastsd.walkers", ("simulate", "run", "buffers")),
+)}

@@ -10,7 +10,7 @@ which is finite for every finite f and the exact limit (0 or +inf) at +-inf.
   in float64: the MLP's NumPy reference and the lazy limit use them.
 * ``scalar_sigmoid`` and ``scalar_bce`` are the same formulas on one float,
   plain Python that each compiled backend compiles where it runs:
-  ``numba.njit`` in the CPU kernels (``fastsd.mlp._cpu``, inlined), and
+  ``numba.njit`` in the CPU kernels (``fastsd.mlp._cpu_kernels``, inlined), and
   ``numba.cuda.jit(device=True)`` in the CUDA kernels (``fastsd.mlp._cuda``).
 """
 import math

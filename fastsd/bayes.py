@@ -72,9 +72,10 @@ from . import __version__
 from ._json import strict_json
 from ._memory import Need, check_fits
 from ._rng import seed_sequence
-from ._validation import check_array, check_choice, check_float, check_int, check_seed
+from ._validation import check_array, check_choice, check_float, check_seed
+from .params import BAYES
 
-PRIORS = ("generalizing", "memorizing")
+PRIORS = BAYES["prior"].choices
 
 #: Pairs x symbols per block of the memorizing computation (memory bound).
 _BLOCK = 1 << 20
@@ -361,8 +362,7 @@ def accuracy(task, prior, n_test, seed=None):
 
     if not isinstance(task, SameDifferent):
         raise TypeError(f"`task` must be a fastsd.tasks.SameDifferent; got {task!r}.")
-    check_choice("prior", prior, PRIORS)
-    n_test = check_int("n_test", n_test, minimum=1)
+    n_test = BAYES.check({"prior": prior, "n_test": n_test})["n_test"]
     check_seed("seed", seed)
     # the pairs with their items, and per pair and symbol the memorizing prior's log terms
     check_fits([Need(n_test * (24 * task.input_dim + 32 * task.L), f"the test pairs and their "

@@ -15,20 +15,9 @@ import warnings
 
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
+from .params import LAZY_LIMIT, MLP, WALKERS
 from .presets import FIGURES
 from .scan import ScanError
-
-
-
-def _gamma(text):
-    """--gamma: a number, or "lazy" (as in scan grids)."""
-    if text == "lazy":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'lazy' (the paper's "
-                                         f"1e-5/sqrt(d)); got {text!r}") from None
 
 
 def _add_train_parser(sub):
@@ -36,32 +25,11 @@ def _add_train_parser(sub):
         "train", help="train one MLP on the same-different task",
         description="Train one centered two-layer ReLU MLP on the same-different task "
                     "(Sec. 2) and report its test accuracy on unseen symbols.")
-    req = p.add_argument_group("required")
-    req.add_argument("--d", type=int, required=True, help="symbol dimension d")
-    req.add_argument("--L", type=int, required=True, help="number of training symbols L (>= 2)")
-    req.add_argument("--gamma", type=_gamma, required=True,
-                     help="richness gamma > 0, or 'lazy' for the paper's lazy model, "
-                          "1e-5/sqrt(d)")
-    req.add_argument("--width", type=int, required=True, help="hidden units m")
-    req.add_argument("--steps", type=int, required=True, help="SGD steps")
-    p.add_argument("--sigma2", type=float, default=0.0, help="input noise variance (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="model seed (default 0)")
-    p.add_argument("--task-seed", type=int, default=None,
-                   help="seed of the training symbols (default: derived from seed, L, d)")
-    p.add_argument("--batch-size", type=int, default=128,
-                   help="SGD batch size, even: half same pairs (default 128)")
-    p.add_argument("--alpha0", type=float, default=None,
-                   help="base learning rate (default: the task's, 0.1)")
-    p.add_argument("--eval-every", type=int, default=1000,
-                   help="steps between test evaluations (default 1000)")
-    p.add_argument("--n-test", type=int, default=1024,
-                   help="fresh test pairs per evaluation (default 1024)")
+    MLP.add_arguments(p, [n for n in MLP if n != "root_d"])
     p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
     p.add_argument("--dtype", default=None,
                    help="float32 or float64 (default float32 on cpu, float64 on numpy)")
     p.add_argument("--path", default="auto", help="auto, dense or symbol (default auto)")
-    p.add_argument("--init", default="normal",
-                   help="normal (the paper) or truncated (the published code) (default normal)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record on stdout instead of a summary")
@@ -133,14 +101,7 @@ def _add_walkers_parser(sub):
         description="Simulate independent sign-update Markov processes (App. C.3), one per "
                     "run, and report mu (App. C.4) per sample category as mean +- 2 sd over "
                     "runs, the alignment v1.v2/(|v1||v2|) and |v1|/|v2|.")
-    p.add_argument("--L", type=int, default=16, help="training symbols L (default 16)")
-    p.add_argument("--batch-size", type=int, default=512,
-                   help="samples per batch (default 512)")
-    p.add_argument("--n-iters", type=int, default=100, help="batches per run (default 100)")
-    p.add_argument("--n-walkers", type=int, default=100,
-                   help="independent walkers, one per run (default 100)")
-    p.add_argument("--readout", type=int, default=1, help="readout sign, +1 or -1 (default +1)")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    WALKERS.add_arguments(p, [n for n in WALKERS if n != "walker_offset"])
     p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record (WalkerResult.to_record) instead of a table")
@@ -153,27 +114,7 @@ def _add_ntk_parser(sub):
         description="Solve the lazy limit (gamma -> 0, infinite width; App. D) of the MLP on "
                     "SameDifferent(d, L) exactly, through the L x L symbol Gram matrix, and "
                     "report its test accuracy on unseen symbols.")
-    req = p.add_argument_group("required")
-    req.add_argument("--d", type=int, required=True, help="symbol dimension d")
-    req.add_argument("--L", type=int, required=True, help="training symbols L (>= 2)")
-    p.add_argument("--method", default="logistic_flow",
-                   help="logistic_flow (the trained network's limit), regression or "
-                        "logistic_sgd (default logistic_flow)")
-    p.add_argument("--pairs", default="all",
-                   help="'all' ordered pairs, or a number of sampled pairs (default all)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the test sets (default 0)")
-    p.add_argument("--task-seed", type=int, default=None,
-                   help="seed of the training symbols (default: derived from seed, L, d, as in "
-                        "`fastsd train` and the scans, so both see the same symbols)")
-    p.add_argument("--n-test", type=int, default=1024,
-                   help="fresh test pairs per evaluation (default 1024)")
-    p.add_argument("--steps", type=int, default=25_000,
-                   help="SGD steps' worth of flow time (default 25000)")
-    p.add_argument("--eval-every", type=int, default=1000,
-                   help="steps between evaluations of the flows (default 1000)")
-    p.add_argument("--alpha0", type=float, default=None, help="base learning rate (default 0.1)")
-    p.add_argument("--ridge", type=float, default=1e-8, help="regression ridge (default 1e-8)")
-    p.add_argument("--solver", default="auto", help="auto, dense or cg (default auto)")
+    LAZY_LIMIT.add_arguments(p)
     p.add_argument("--max-bytes", type=int, default=None, metavar="BYTES",
                    help="memory the dense solve may use (default: half of what is available)")
     p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
@@ -200,16 +141,10 @@ def build_parser():
 
 
 def _cmd_train(args):
-    from ._validation import check_int
     from .scan import Cell, train_cells
-    from .conventions import lazy_gamma
     from .theory import rich_test_accuracy
 
-    gamma = lazy_gamma(check_int("d", args.d, 1)) if args.gamma == "lazy" else args.gamma
-    cell = Cell(d=args.d, L=args.L, gamma=gamma, seed=args.seed, width=args.width,
-                steps=args.steps, sigma2=args.sigma2, batch_size=args.batch_size,
-                eval_every=args.eval_every, n_test=args.n_test, alpha0=args.alpha0,
-                init=args.init, task_seed=args.task_seed)
+    cell = Cell(**{n: getattr(args, n) for n in MLP if n != "root_d"})
     record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path,
                           progress=not args.quiet)
     record["key"] = cell.key
@@ -253,18 +188,10 @@ def _cmd_ntk(args):
     from .kernels import lazy_cell
     from .conventions import resolve_task_seed
 
-    pairs = args.pairs
-    if pairs != "all":
-        try:
-            pairs = int(pairs)
-        except ValueError:
-            raise ValueError(f"`--pairs` must be 'all' or an integer; got {pairs!r}.") from None
-    task_seed = resolve_task_seed(args.task_seed, args.seed, args.L, args.d)
-    rec = lazy_cell(args.d, args.L, task_seed=task_seed, seed=args.seed,
-                    method=args.method, pairs=pairs, n_test=args.n_test, steps=args.steps,
-                    eval_every=args.eval_every, alpha0=args.alpha0, ridge=args.ridge,
-                    solver=args.solver, max_bytes=args.max_bytes, backend=args.backend,
-                    progress=not args.quiet)
+    s = LAZY_LIMIT.check({n: getattr(args, n) for n in LAZY_LIMIT})
+    s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
+    rec = lazy_cell(max_bytes=args.max_bytes, backend=args.backend, progress=not args.quiet,
+                    **s)
     if args.json:
         print(json.dumps(rec, sort_keys=True))
         return

@@ -60,7 +60,13 @@ def derive_task_seed(seed, L, d):
     -------
     int
         A non-negative 63-bit integer.
+
+    Raises
+    ------
+    ValueError, TypeError
+        When seed, L or d is not an integer >= 0, naming it.
     """
+    seed, L, d = (check_int(n, v, 0) for n, v in (("seed", seed), ("L", L), ("d", d)))
     state = np.random.SeedSequence([seed, L, d]).generate_state(1, np.uint64)[0]
     return int(state >> np.uint64(1))
 

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fastsd import SameDifferent, train, train_ensemble
-from fastsd.mlp import _cpu
+from fastsd.mlp import _cpu_kernels
 
 
 def lane_sum_reference(x, dtype):
     """The documented order, step by step in NumPy scalars of the accumulation dtype."""
-    lanes = _cpu._LANES
+    lanes = _cpu_kernels._LANES
     acc = [dtype(0)] * lanes
     full = len(x) - len(x) % lanes
     for c in range(0, full, lanes):
@@ -41,7 +41,7 @@ def test_lane_sum_follows_its_fixed_order_at_any_offset(n, offset, dtypes, seed)
     buf = np.empty(n + 16, dtype)
     view = buf[offset:offset + n]
     view[:] = x
-    got = _cpu._lane_sum(view, acc_dtype(0))
+    got = _cpu_kernels._lane_sum(view, acc_dtype(0))
     assert got == lane_sum_reference(x, acc_dtype)
 
 

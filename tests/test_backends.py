@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from fastsd import SameDifferent, train, train_ensemble
 from fastsd._rng import train_streams
-from fastsd.mlp import _cpu, _engines
+from fastsd.mlp import _cpu, _cpu_kernels
 from fastsd.mlp import _reference as ref
 from fastsd.mlp.model import Params, init_params
 from extremes import EXTREME
@@ -383,7 +383,7 @@ def test_result_independent_of_thread_count(path):
 
 @numba.njit
 def numba_loss_and_grad(f, y):
-    return _cpu._bce(f, y), _cpu._sigmoid(f) - y
+    return _cpu_kernels._bce(f, y), _cpu_kernels._sigmoid(f) - y
 
 
 
@@ -396,8 +396,8 @@ def test_numba_loss_and_gradient_exact_at_extremes(dtype, f, y, loss, grad):
     assert got_loss == loss
     assert got_grad == grad
     # direct (non-inlined) calls agree
-    assert _cpu._bce(dtype(f), dtype(y)) == loss
-    assert _cpu._sigmoid(dtype(f)) - y == grad
+    assert _cpu_kernels._bce(dtype(f), dtype(y)) == loss
+    assert _cpu_kernels._sigmoid(dtype(f)) - y == grad
 
 
 @settings(max_examples=30, deadline=None)
@@ -428,7 +428,7 @@ def test_dense_fused_exact_at_huge_logits(dtype, F):
     loss = np.zeros(1)
     correct = np.zeros(1)
     h = (h0 + dh)[0].astype(np.float64)                  # the preactivations
-    _cpu.dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct)
+    _cpu_kernels.dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct)
     f = fsign * F
     err = np.where(f > 0, 1.0, 0.0) - y[0]              # sigmoid(+-F) is exactly 1 or 0
     exact_loss = np.where(err != 0, F, 0.0)             # BCE = F when wrong, 0 when right
@@ -457,9 +457,9 @@ def zero_preactivation_setup(d_task_seed=0):
 
 
 @pytest.mark.parametrize("engine, dtype", [
-    (_engines.ReferenceEngine, "float64"),
-    (_engines.DenseEngine, "float32"), (_engines.DenseEngine, "float64"),
-    (_engines.SymbolEngine, "float32"), (_engines.SymbolEngine, "float64")])
+    (ref.ReferenceEngine, "float64"),
+    (_cpu.DenseEngine, "float32"), (_cpu.DenseEngine, "float64"),
+    (_cpu.SymbolEngine, "float32"), (_cpu.SymbolEngine, "float64")])
 def test_relu_derivative_at_zero_is_zero_in_every_engine(engine, dtype):
     task, p0 = zero_preactivation_setup()
     rng = np.random.default_rng(0)
@@ -510,15 +510,13 @@ def test_symbol_models_sharing_batches_equal_separate_runs_exactly(dtype):
 @settings(max_examples=30, deadline=None)
 @given(L=st.integers(1, 6), n=st.integers(1, 4), B=st.integers(1, 40), seed=st.integers(0, 999))
 def test_distinct_pairs_match_numpy_unique(L, n, B, seed):
-    from fastsd.mlp import _cpu
-
     rng = np.random.default_rng(seed)
     u = rng.integers(0, L, (n, B)).astype(np.int32)
     v = rng.integers(0, L, (n, B)).astype(np.int32)
     first = np.full((n, B), -1, np.int32)
     count = np.full((n, B), -1, np.int32)
     n_distinct = np.empty(n, np.int32)
-    _cpu.distinct_pairs(u, v, L, first, count, n_distinct)
+    _cpu_kernels.distinct_pairs(u, v, L, first, count, n_distinct)
     for t in range(n):
         keys, idx, cnt = np.unique(u[t].astype(np.int64) * L + v[t], return_index=True,
                                    return_counts=True)

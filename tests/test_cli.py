@@ -15,6 +15,7 @@ from fastsd.scan import Cell, Grid
 
 TINY = ["--d", "8", "--L", "3", "--gamma", "1", "--width", "16", "--steps", "20",
         "--eval-every", "10", "--n-test", "64"]
+WALK = ["--L", "4", "--batch-size", "16", "--n-iters", "5"]
 
 
 def _run(*args):
@@ -189,9 +190,10 @@ def test_walkers_command_table_json_and_bad_input(capsys):
                  "--n-walkers", "8", "--readout", "-1", "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["L"] == 4 and rec["readout"] == -1 and len(rec["omega1"]) == 8
-    assert main(["walkers", "--L", "4", "--n-iters", "3", "--n-walkers", "4"]) == 0
+    assert main(["walkers", "--L", "4", "--batch-size", "8", "--n-iters", "3",
+                 "--n-walkers", "4"]) == 0
     assert "mu mixed" in capsys.readouterr().out
-    assert main(["walkers", "--readout", "0"]) == 1
+    assert main(["walkers", *WALK, "--readout", "0"]) == 1
     assert "`--readout` must be +1 or -1; got 0" in capsys.readouterr().err
 
 
@@ -256,8 +258,10 @@ def test_ntk_command_json_and_bad_pairs(capsys):
     assert main(["ntk", "--d", "4", "--L", "4", "--steps", "200", "--eval-every", "100",
                  "--n-test", "200", "--json", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
-    assert main(["ntk", "--d", "4", "--L", "4", "--pairs", "many"]) == 1
-    assert "`--pairs` must be 'all' or an integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:       # a usage error, as any bad option type
+        main(["ntk", "--d", "4", "--L", "4", "--pairs", "many"])
+    assert exc.value.code == 2
+    assert "--pairs: must be 'all' or an integer; got 'many'" in capsys.readouterr().err
 
 
 def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, monkeypatch):
@@ -486,7 +490,7 @@ def test_a_second_run_on_a_store_in_use_is_refused_naming_the_first(tmp_path):
 
 
 @pytest.mark.parametrize("command, advice", [
-    (["walkers", "--L", "4"], "use smaller --L, --batch-size, --n-walkers or --n-iters"),
+    (["walkers", *WALK], "use smaller --L, --batch-size, --n-walkers or --n-iters"),
     (["train", *TINY], "use smaller --d, --L, --width, --batch-size or --n-test")])
 def test_out_of_memory_advice_names_the_commands_own_options(command, advice, capsys,
                                                              monkeypatch):
@@ -524,7 +528,7 @@ def test_train_takes_gamma_lazy_as_the_scans_do(capsys):
 @pytest.mark.parametrize("command, option", [
     (["train", *TINY[:6], "--width", "1000000000", *TINY[8:]], "--width"),
     (["train", *TINY[:-2], "--n-test", "10000000000"], "--n-test"),
-    (["walkers", "--n-walkers", "1000000000000"], "--n-walkers"),
+    (["walkers", *WALK, "--n-walkers", "1000000000000"], "--n-walkers"),
     (["ntk", "--d", "2", "--L", "1000000", "--pairs", "100"], "--L"),
 ])
 def test_a_size_that_cannot_fit_is_one_line_naming_the_option(command, option, capsys,

@@ -25,11 +25,11 @@ def test_any_source_edit_names_another_cache(tmp_path):
 
 
 def test_the_kernels_cache_there_and_the_users_setting_is_left_alone():
-    from fastsd.mlp import _cpu
+    from fastsd.mlp import _cpu_kernels
     from fastsd.walkers import _cpu as walkers_cpu
 
     before = numba.config.CACHE_DIR
-    for kernel in (_cpu.dense_fused, walkers_cpu.simulate):
+    for kernel in (_cpu_kernels.dense_fused, walkers_cpu.simulate_into):
         assert kernel._cache._cache_path.startswith(_jitcache._DIR)
 
     @_jitcache.njit

@@ -16,13 +16,15 @@ import sys
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from backends import over_backends
 from hypothesis import strategies as st
 
-from fastsd.walkers import CATEGORIES, WalkerResult, _cpu, _cuda, simulate
+from fastsd.walkers import CATEGORIES, WalkerResult, _cpu, simulate
 from fastsd.walkers import _reference as ref
+from fastsd.walkers.process import FAMILY
 
 BACKENDS = ("numpy", "cpu", "cuda")
-CORES = ("numpy", "cpu", "cpu-pairs", "cuda")
+CORES = ("numpy", "cpu", "cpu-direct", "cpu-pairs", "cuda")
 
 
 def paper_process(u, v, coin, L, N, a):
@@ -54,18 +56,15 @@ def paper_process(u, v, coin, L, N, a):
 def core(backend, u, v, coin, L, N, a):
     """The backend's deterministic core on pre-drawn (W, n) arrays.
 
-    "cpu" decides each batch sample by sample, "cpu-pairs" pair by pair from
-    the batch's histogram (``_cpu.batch_pairs``).
+    "cpu" decides each batch as ``_cpu.use_pairs`` says; "cpu-direct" always
+    sample by sample, "cpu-pairs" always pair by pair from the batch's
+    histogram (``_cpu.batch_pairs``).
     """
-    if backend == "numpy":
-        return ref.run(u, v, coin, L, N, a)
-    if backend == "cuda":
-        return _cuda.run(u, v, coin, L, N, a)
-    W = u.shape[0]
-    out = [np.zeros((W, L), np.int64) for _ in range(2)] + [np.zeros((W, 4), np.int64)
-                                                          for _ in range(2)]
-    _cpu.run(u, v, coin, L, N, a, backend == "cpu-pairs", *out)
-    return out
+    if backend in ("cpu-direct", "cpu-pairs"):
+        out = ref.states(u.shape[0], L)
+        _cpu.run_into(u, v, coin, L, N, a, backend == "cpu-pairs", *out)
+        return out
+    return FAMILY.module(backend).run(u, v, coin, L, N, a)
 
 
 @st.composite
@@ -120,7 +119,7 @@ def test_every_backend_gives_the_same_trajectories(readout, L, batch_size):
             np.testing.assert_array_equal(getattr(r, name), getattr(results[0], name))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@over_backends("walkers")
 def test_splitting_walkers_into_calls_changes_nothing(backend):
     kw = dict(L=6, batch_size=5, n_iters=5, readout=-1, seed=7, backend=backend)
     whole = simulate(n_walkers=5, **kw)

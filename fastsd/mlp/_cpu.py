@@ -1,318 +1,272 @@
-"""Numba CPU kernels for the centered MLP: the fused parts around the GEMMs.
+"""Backend "cpu" of the mlp family: the Numba/BLAS training engines and their path costs.
 
-Both paths keep the displacement from initialisation (dw, da) rather than the
-weights themselves, and evaluate the centered output as
+The mlp family's interface (``fastsd.mlp.train.FAMILY``): every backend module
+(``_reference``, ``_cpu``, ``_cuda``) defines ``ENGINES``, its paths ("dense",
+and "symbol" where it has one) mapped to engine classes built as
+``Engine(tasks, params0, scales, lrs, dtype)``, and, where it has two paths,
+``step_costs``, the cost model that ``path="auto"`` compares. Each engine
+trains a group of models in lockstep and exposes the same three operations,
+so that ``train`` and ``train_ensemble`` need not know the path:
 
-    f~(x) = scale * sum_i [a0_i (relu(h0_i + dh_i) - relu(h0_i)) + da_i relu(h0_i + dh_i)],
-
-with h0 = w0 . x and dh = dw . x. The difference of ReLUs is formed exactly
-(``_drelu``), so that the lazy regime (gamma ~ 1e-5/sqrt(d), where dh is ~1e-7
-of h0) keeps full relative precision in float32 instead of cancelling
-f(theta) - f(theta0).
-
-Dense path: GEMMs by BLAS (SciPy's, written in place), then ``dense_fused`` for ReLU, mask,
-readout reduction, centering, loss and gradient in one pass.
-
-Symbol-basis path (App. G.2 inputs are built from L symbols): every update of
-the first-layer weights lies in the span of the symbols, so with
-dw1 = C1^T S, dw2 = C2^T S (C1, C2 of shape (L, m)) the preactivations of a
-training pair (u, v) are P1[u] + P2[v] + Q1[u] + Q2[v], where P = S w0^T and
-Q = S dw^T = K C with K = S S^T. ``symbol_chunk`` runs many SGD steps this way
-at O(B m + L min(L, B) m) per step, independent of d.
-
-All kernels loop over a leading model axis with ``prange``; each model runs
-on one thread, so its arithmetic is the same whatever the number of models or
-threads. (Spreading one model over threads, phase by phase, cost more in
-synchronisation than it saved at these sizes, and two one-thread processes
-beat one two-thread process here.)
+``run(pairs, noise_rngs)``
+    advance every model by n SGD steps; returns per-step mean loss and
+    accuracy, shape (M, n) each.
+``outputs(X, sources=None)``
+    centered outputs f~ at inputs X (M, n, p), or a sequence of M (n, p)
+    arrays, -> (M, n), float64; models
+    with equal ``sources`` entries have identical inputs (a hint for sharing).
+``params()``
+    (initial, final) lists of ``Params`` in float64.
 """
+import hashlib
 
-import numba as nb
 import numpy as np
+from scipy.linalg import blas
 
-from .. import _jitcache, _numerics
-
-# No "reassoc": a vectorised reduction may then add in an order that depends on
-# the arrays' memory alignment, so results would change from run to run.
-# Reductions go through ``_lane_sum`` instead, which fixes the order.
-_FASTMATH = {"contract"}
-_LANES = 16
-_ROWS = 64           # inputs per thread task in centered_output
+from . import _cpu_kernels as kern
+from .model import Params
 
 
-@nb.njit(inline="always")
-def _drelu(h0, dh, h):
-    """relu(h0 + dh) - relu(h0), formed without cancellation."""
-    if h0 > 0:
-        return dh if h > 0 else -h0
-    return h if h > 0 else h * 0
+def _gemm_into(out, a, b, alpha=1.0, beta=0.0):
+    """out = alpha a @ b + beta out, in place, by one BLAS gemm call.
 
+    Every GEMM in a training loop goes through here (SciPy's BLAS): mixing in
+    NumPy's matmul, which has its own OpenBLAS and thread pool, makes the two
+    pools spin against each other.
 
-# The loss and its gradient: fastsd._numerics' scalar forms, inlined into the kernels.
-_sigmoid = nb.njit(inline="always")(_numerics.scalar_sigmoid)
-_bce = nb.njit(inline="always")(_numerics.scalar_bce)
-
-
-@_jitcache.njit(fastmath=_FASTMATH)
-def _lane_sum(x, zero):
-    """Sum of x in a fixed order: ``_LANES`` interleaved partial sums, then in turn.
-
-    Partial sum j adds x[j], x[j + 16], x[j + 32], ... in order over the
-    first 16 * (n // 16) entries; the 16 partial sums are then added one
-    after the other, and the remaining n % 16 entries after them. This vectorises without
-    reassociation and gives the same bits for any memory alignment, thread
-    count or ensemble. ``zero`` (0 of the accumulation dtype) sets the
-    precision of the partial sums.
-
-    The partial sums are 16 named locals on purpose: kept in a scratch array,
-    they would be stored and reloaded every round (the compiler cannot rule
-    out that the array overlaps x), at twice the cost.
+    ``out`` is a C-contiguous 2-D array; ``a`` and ``b`` are C- or
+    F-contiguous. Working on the transposes (out^T = alpha b^T a^T + beta
+    out^T, with out^T Fortran-ordered) lets BLAS write into ``out`` directly,
+    without temporaries or copies.
     """
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = zero
-    s8 = s9 = s10 = s11 = s12 = s13 = s14 = s15 = zero
-    n = x.shape[0]
-    full = n - n % _LANES
-    for c in range(0, full, _LANES):
-        s0 += x[c]
-        s1 += x[c + 1]
-        s2 += x[c + 2]
-        s3 += x[c + 3]
-        s4 += x[c + 4]
-        s5 += x[c + 5]
-        s6 += x[c + 6]
-        s7 += x[c + 7]
-        s8 += x[c + 8]
-        s9 += x[c + 9]
-        s10 += x[c + 10]
-        s11 += x[c + 11]
-        s12 += x[c + 12]
-        s13 += x[c + 13]
-        s14 += x[c + 14]
-        s15 += x[c + 15]
-    t = zero + s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11 + s12 + s13 + s14
-    t += s15
-    for i in range(full, n):        # the tail, in turn
-        t += x[i]
-    return t
+    gemm = blas.sgemm if out.dtype == np.float32 else blas.dgemm
+    ta, tb = b.T, a.T
+    trans_a = not ta.flags.f_contiguous
+    trans_b = not tb.flags.f_contiguous
+    res = gemm(alpha, b if trans_a else ta, a if trans_b else tb, beta=beta, c=out.T,
+               trans_a=trans_a, trans_b=trans_b, overwrite_c=True)
+    if not np.shares_memory(res, out):      # BLAS had to copy: write back
+        out[...] = res.T
 
 
-@_jitcache.njit(fastmath=_FASTMATH)
-def _output_row(h0, dh, a0, da, scale, terms, zero):
-    """Centered output of one input; ``terms`` (m,) is scratch, ``zero`` sets the sum's dtype."""
-    for i in range(h0.shape[0]):
-        h = h0[i] + dh[i]
-        terms[i] = a0[i] * _drelu(h0[i], dh[i], h) + da[i] * max(h, h * 0)
-    return _lane_sum(terms, zero) * scale
+def _first_equal(arrays):
+    """For each array, the index of the first array with the same bytes."""
+    digests = [hashlib.blake2b(a.tobytes(), digest_size=16).digest() for a in arrays]
+    return [digests.index(h) for h in digests]
 
 
-@_jitcache.njit(parallel=True)
-def centered_output(h0, dh, a0, da, scale, out):
-    """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n).
-
-    Threads take blocks of ``_ROWS`` inputs, with one scratch row per block.
-    """
-    M, n, m = h0.shape
-    blocks = (n + _ROWS - 1) // _ROWS
-    for j in nb.prange(M * blocks):
-        k = j // blocks
-        start = (j % blocks) * _ROWS
-        terms = np.empty(m, h0.dtype)
-        for b in range(start, min(start + _ROWS, n)):
-            out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k], terms, 0.0)
+def _per_model(X, dtype):
+    """Model k's inputs ``X[k]`` in ``dtype``: an (M, n, p) array, or a sequence of M (n, p)
+    arrays in which a repeated array (models sharing inputs) is converted once."""
+    if isinstance(X, np.ndarray):
+        return np.asarray(X, dtype=dtype)
+    converted = {}
+    return [converted.setdefault(id(x), np.asarray(x, dtype=dtype)) for x in X]
 
 
-@_jitcache.njit(fastmath=_FASTMATH)
-def _backward_row(h, a0, da, ef, grad_h, grad_a):
-    """grad_h[i] = ef a_i relu'(h_i); grad_a[i] += ef relu(h_i)."""
-    for i in range(h.shape[0]):
-        if h[i] > 0:
-            grad_h[i] = ef * (a0[i] + da[i])
-            grad_a[i] += ef * h[i]
-        else:
-            grad_h[i] = 0
+def _stack(arrays, dtype):
+    return np.ascontiguousarray(np.stack(arrays), dtype=dtype)
 
 
-@_jitcache.njit
-def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
-    """Forward, loss and backward to the preactivations, for M models.
+class _DisplacementEngine:
+    """Shared state of the Numba engines: w0, a0 and the displacements dw, da."""
 
-    Serial on purpose: it runs between two BLAS calls, and an OpenMP team
-    spinning beside OpenBLAS's threads on few cores costs far more than the
-    O(M B m) work it would share.
+    def __init__(self, params0, scales, lrs, dtype):
+        self.dtype = np.dtype(dtype)
+        self.w0T = _stack([p.w.T for p in params0], dtype)        # (M, p, m)
+        self.a0 = _stack([p.a for p in params0], dtype)           # (M, m)
+        self.da = np.zeros_like(self.a0)
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.lrs = np.asarray(lrs, dtype=np.float64)
+        # Models with the same seed start from the same w0.
+        self.w0_source = _first_equal(self.w0T)
 
-    Parameters
-    ----------
-    h0, dh : (M, B, m) arrays
-        w0 . x and dw . x for the batch; ``dh`` is overwritten with h = h0 + dh.
-    a0, da : (M, m)
-    y : (M, B) labels in {0, 1}
-    scale : (M,) output scales 1/(gamma sqrt(d))
-    grad_h : (M, B, m) out
-        d(mean loss)/dh.
-    grad_a : (M, m) out
-        d(mean loss)/d a.
-    loss, correct : (M,) out
-        Sum of BCE over the batch and number of correct predictions.
-    """
-    M, B, m = h0.shape
-    for k in range(M):
-        s = scale[k]
-        lsum = 0.0
-        csum = 0
-        grad_a[k, :] = 0
-        for b in range(B):
-            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s, grad_h[k, b], 0.0)
-            for i in range(m):
-                dh[k, b, i] += h0[k, b, i]
-            lsum += _bce(f, y[k, b])
-            csum += (f > 0) == (y[k, b] > 0.5)
-            ef = (_sigmoid(f) - y[k, b]) * s / B
-            _backward_row(dh[k, b], a0[k], da[k], ef, grad_h[k, b], grad_a[k])
-        loss[k] = lsum
-        correct[k] = csum
+    def _dwT(self):
+        raise NotImplementedError
 
+    def _displacement_preactivations(self, X, sources):
+        """X dw^T per model."""
+        dwT = self._dwT()
+        dh = np.empty((len(X), X[0].shape[0], dwT.shape[2]), dtype=self.dtype)
+        for k in range(len(X)):
+            _gemm_into(dh[k], X[k], dwT[k])
+        return dh
 
-@_jitcache.njit(fastmath=_FASTMATH)
-def _axpy_row(dst, src, alpha):
-    """dst += alpha * src, in its own loop so that it vectorises."""
-    for i in range(dst.shape[0]):
-        dst[i] += alpha * src[i]
+    def _initial_preactivations(self, X, sources):
+        """X w0^T per model, computed once per distinct (inputs, w0) pair."""
+        h0 = np.empty((len(X), X[0].shape[0], self.w0T.shape[2]), dtype=self.dtype)
+        done = {}
+        for k in range(len(X)):
+            key = k if sources is None else (sources[k], self.w0_source[k])
+            if key in done:
+                h0[k] = h0[done[key]]
+            else:
+                done[key] = k
+                _gemm_into(h0[k], X[k], self.w0T[k])
+        return h0
 
+    def outputs(self, X, sources=None):
+        """Centered outputs at X (M, n, p), or a sequence of M (n, p) arrays -> (M, n).
 
-@_jitcache.njit
-def distinct_pairs(u, v, L, first, count, n_distinct):
-    """The distinct (u, v) pairs of each batch, for ``symbol_chunk``.
+        ``sources[k]`` names model k's input set: models with equal sources
+        have identical ``X[k]``, and those that also share w0 share X w0^T.
+        """
+        X = _per_model(X, self.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):   # divergence is reported
+            h0 = self._initial_preactivations(X, sources)    # through TrainResult.diverged
+            dh = self._displacement_preactivations(X, sources)
+        out = np.empty((len(X), X[0].shape[0]))
+        kern.centered_output(h0, dh, self.a0, self.da, self.scales, out)
+        return out
 
-    Pairs that repeat in a batch have identical gradients, so each distinct
-    pair is computed once and weighted by its count.
-
-    Parameters
-    ----------
-    u, v : (n, B) int32
-        Symbol indices of n batches.
-    L : int
-        Number of symbols.
-    first, count : (n, B) int32 out
-        For batch t, ``first[t, :n_distinct[t]]`` holds the position in the
-        batch of the first occurrence of each distinct pair, in increasing
-        order of u * L + v, and ``count[t, :n_distinct[t]]`` its multiplicity.
-    n_distinct : (n,) int32 out
-    """
-    n, B = u.shape
-    for t in range(n):
-        keys = u[t].astype(np.int64) * L + v[t]
-        order = np.argsort(keys, kind="mergesort")
-        j = 0
-        i = 0
-        while j < B:
-            b = order[j]
-            c = 1
-            while j + c < B and keys[order[j + c]] == keys[b]:
-                c += 1
-            first[t, i] = b
-            count[t, i] = c
-            i += 1
-            j += c
-        n_distinct[t] = i
+    def params(self):
+        w0 = self.w0T.transpose(0, 2, 1).astype(np.float64)
+        a0 = self.a0.astype(np.float64)
+        dw = self._dwT().transpose(0, 2, 1).astype(np.float64)
+        init = [Params(w=np.ascontiguousarray(w), a=a.copy()) for w, a in zip(w0, a0)]
+        final = [Params(w=w + d, a=a + da) for w, d, a, da
+                 in zip(w0, dw, a0, self.da.astype(np.float64))]
+        return init, final
 
 
-@_jitcache.njit(fastmath=_FASTMATH)
-def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, s, lr,
-                 D1, D2, gda, h, g, act):
-    """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
-
-    Each distinct pair of the batch (``distinct_pairs``) is computed once and
-    weighted by its count.
-    """
-    L, m = P1.shape
-    B = u.shape[0]
-    D1[:, :] = 0
-    D2[:, :] = 0
-    gda[:] = 0
-    act[:, :] = False
-    zero = h.dtype.type(0)
-    one = h.dtype.type(1)
-    lsum = 0.0
-    csum = 0
-    for j in range(n_distinct):
-        b = first[j]
-        c = count[j]
-        p, q = u[b], v[b]
-        p1, p2, q1, q2 = P1[p], P2[q], Q1[p], Q2[q]
-        for i in range(m):
-            h0 = p1[i] + p2[i]
-            dh = q1[i] + q2[i]
-            hi = h0 + dh
-            h[i] = hi
-            r = max(hi, zero)
-            dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
-            g[i] = a0[i] * dr + da[i] * r
-        f = _lane_sum(g, zero) * s
-        lsum += c * _bce(f, y[b])
-        csum += c * ((f > 0) == (y[b] > 0.5))
-        ef = h.dtype.type(-lr * c * (_sigmoid(f) - y[b]) * s / B)
-        d1, d2 = D1[p], D2[q]
-        for i in range(m):              # backward: one pass for both rows and the readout
-            hi = h[i]
-            gi = ef * (a0[i] + da[i]) if hi > zero else zero
-            d1[i] += gi
-            d2[i] += gi
-            gda[i] += ef * max(hi, zero)
-        act[0, p] = True
-        act[1, q] = True
-    for side in range(2):
-        D, C, Q = (D1, C1, Q1) if side == 0 else (D2, C2, Q2)
-        for r in range(L):
-            if act[side, r]:
-                _axpy_row(C[r], D[r], one)
-        for l in range(L):
-            for r in range(L):
-                if act[side, r]:
-                    _axpy_row(Q[l], D[r], K[l, r])
-    for i in range(m):
-        da[i] += gda[i]
-    return lsum, csum
+class DenseEngine(_DisplacementEngine):
+    """BLAS GEMMs written in place (one call per model), one fused Numba kernel for all models."""
 
 
-@_jitcache.njit(parallel=True)
-def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, batch_of,
-                 scale, lr, loss, correct):
-    """Run n SGD steps for M models with the same L, in the symbol basis.
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        super().__init__(params0, scales, lrs, dtype)
+        self.tasks = tasks
+        self.dwT = np.zeros_like(self.w0T)
+        # Clean symbol tasks: w0 . x of a training pair is P1[u] + P2[v] with
+        # P = S w0^T, so the centering needs no GEMM in the loop.
+        d = self.w0T.shape[1] // 2
+        self.P0 = [(t.symbols.astype(self.dtype) @ w0T[:d], t.symbols.astype(self.dtype) @ w0T[d:])
+                   if t.has_symbol_basis else None for t, w0T in zip(tasks, self.w0T)]
 
-    Parameters
-    ----------
-    P1, P2 : (M, L, m)
-        S w0_1^T and S w0_2^T (fixed).
-    Q1, Q2, C1, C2 : (M, L, m), updated in place
-        S dw^T and the coefficients of dw in the symbol basis.
-    K : (M, L, L)
-        Symbol Gram matrices S S^T.
-    a0, da : (M, m); da updated in place.
-    u, v : (G, n, B) int32 symbol indices; y : (G, n, B) labels: the G
-        distinct batch streams of the ensemble.
-    first, count : (G, n, B) int32; n_distinct : (G, n) int32
-        Their distinct pairs (``distinct_pairs``).
-    batch_of : (M,) int64
-        The batch stream of each model (models of one seed draw the same
-        batches, and share their sorting).
-    scale, lr : (M,)
-    loss, correct : (M, n) out
-        Per-step sum of BCE over the batch and number of correct predictions.
-    """
-    M, L, m = P1.shape
-    n = u.shape[1]
-    for k in nb.prange(M):
-        D1 = np.zeros((L, m), P1.dtype)
-        D2 = np.zeros((L, m), P1.dtype)
-        gda = np.zeros(m, P1.dtype)
-        h = np.zeros(m, P1.dtype)
-        g = np.zeros(m, P1.dtype)
-        act = np.zeros((2, L), np.bool_)
-        r = batch_of[k]
+    def _dwT(self):
+        return self.dwT
+
+    def run(self, pairs, noise_rngs):
+        M, (p, m) = len(self.tasks), self.w0T.shape[1:]
+        n, B = pairs[0][0].shape
+        X = np.empty((M, B, p), self.dtype)
+        h0 = np.empty((M, B, m), self.dtype)
+        h = np.empty_like(h0)
+        grad_h = np.empty_like(h0)
+        grad_a = np.empty_like(self.a0)
+        Y = np.empty((M, B))
+        loss = np.empty((M, n))
+        correct = np.empty((M, n))
+        lsum = np.empty(M)
+        csum = np.empty(M)
+        lrs = self.lrs.astype(self.dtype)
         for t in range(n):
-            ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
-                                  a0[k], da[k], u[r, t], v[r, t], y[r, t], first[r, t],
-                                  count[r, t], n_distinct[r, t], scale[k], lr[k],
-                                  D1, D2, gda, h, g, act)
-            loss[k, t] = ls
-            correct[k, t] = cs
+            for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
+                X[k] = task.training_inputs(u[t], v[t], rng)
+                Y[k] = y[t]
+                if self.P0[k] is None:
+                    _gemm_into(h0[k], X[k], self.w0T[k])
+                else:
+                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=h0[k])
+                _gemm_into(h[k], X[k], self.dwT[k])
+            kern.dense_fused(h0, h, self.a0, self.da, Y, self.scales, grad_h, grad_a,
+                             lsum, csum)
+            for k in range(M):
+                _gemm_into(self.dwT[k], X[k].T, grad_h[k], alpha=-self.lrs[k], beta=1.0)
+            grad_a *= lrs[:, None]
+            self.da -= grad_a
+            loss[:, t] = lsum / B
+            correct[:, t] = csum / B
+        return loss, correct
+
+
+class SymbolEngine(_DisplacementEngine):
+    """Symbol-basis path (clean symbol tasks), M models with the same L."""
+
+
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        super().__init__(params0, scales, lrs, dtype)
+        d = tasks[0].d
+        self.S = _stack([t.symbols for t in tasks], dtype)              # (M, L, d)
+        self.S_source = _first_equal(self.S)
+        self.K = np.ascontiguousarray(np.matmul(self.S, self.S.transpose(0, 2, 1)))
+        self.P1 = np.ascontiguousarray(np.matmul(self.S, self.w0T[:, :d]))
+        self.P2 = np.ascontiguousarray(np.matmul(self.S, self.w0T[:, d:]))
+        self.Q1 = np.zeros_like(self.P1)
+        self.Q2 = np.zeros_like(self.P1)
+        self.C1 = np.zeros_like(self.P1)
+        self.C2 = np.zeros_like(self.P1)
+
+    def _dwT(self):
+        St = self.S.transpose(0, 2, 1)
+        return np.concatenate([np.matmul(St, self.C1), np.matmul(St, self.C2)], axis=1)
+
+    def _displacement_preactivations(self, X, sources):
+        # x . dw_i = [x1 S^T, x2 S^T] [C1; C2]: O(n L (d + m)) instead of O(n d m). The
+        # coordinates [x1 S^T, x2 S^T] = x blockdiag(S^T, S^T) are computed once per
+        # distinct (inputs, symbols).
+        M, L, d = self.S.shape
+        m = self.C1.shape[2]
+        if L * (d + m) >= d * m:
+            return super()._displacement_preactivations(X, sources)
+        basis = np.zeros((2 * d, 2 * L), dtype=self.dtype)
+        C = np.empty((2 * L, m), dtype=self.dtype)
+        dh = np.empty((M, X[0].shape[0], m), dtype=self.dtype)
+        coords = {}
+        for k in range(M):
+            key = k if sources is None else (sources[k], self.S_source[k])
+            if key not in coords:
+                basis[:d, :L] = basis[d:, L:] = self.S[k].T
+                coords[key] = np.empty((X[k].shape[0], 2 * L), dtype=self.dtype)
+                _gemm_into(coords[key], X[k], basis)
+            C[:L], C[L:] = self.C1[k], self.C2[k]
+            _gemm_into(dh[k], coords[key], C)
+        return dh
+
+    def run(self, pairs, noise_rngs):
+        # Models of one seed draw the same batches: sort each distinct stream once.
+        streams, batch_of = [], []
+        for u, v, y in pairs:
+            j = next((j for j, (su, sv, sy) in enumerate(streams) if np.array_equal(su, u)
+                      and np.array_equal(sv, v) and np.array_equal(sy, y)), None)
+            if j is None:
+                j = len(streams)
+                streams.append((u, v, y))
+            batch_of.append(j)
+        u = np.ascontiguousarray(np.stack([s[0] for s in streams]), dtype=np.int32)
+        v = np.ascontiguousarray(np.stack([s[1] for s in streams]), dtype=np.int32)
+        y = np.ascontiguousarray(np.stack([s[2] for s in streams]), dtype=np.float64)
+        G, n, B = u.shape
+        first = np.empty((G, n, B), np.int32)
+        count = np.empty((G, n, B), np.int32)
+        n_distinct = np.empty((G, n), np.int32)
+        for j in range(G):
+            kern.distinct_pairs(u[j], v[j], self.S.shape[1], first[j], count[j], n_distinct[j])
+        M = len(pairs)
+        loss = np.empty((M, n))
+        correct = np.empty((M, n))
+        kern.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
+                          self.a0, self.da, u, v, y, first, count, n_distinct,
+                          np.asarray(batch_of, dtype=np.int64), self.scales, self.lrs,
+                          loss, correct)
+        return loss / B, correct / B
+
+
+ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
+
+
+def step_costs(L, batch_size, width, input_dim):
+    """Relative cost of one SGD step on the (symbol, dense) paths (``_cpu_kernels``).
+
+    Parameters
+    ----------
+    L, batch_size, width, input_dim : int
+        Training symbols, batch size B, hidden units m and input dimension p = 2d.
+
+    Returns
+    -------
+    (float, float)
+        Operation counts of a step in the symbol basis and on dense inputs.
+    """
+    L, B, m, p = L, batch_size, width, input_dim
+    return float(2 * L * min(L, B) * m + 4 * B * m), float(3 * B * p * m)

@@ -585,3 +585,16 @@ class SymbolEngine(_CudaEngine):
         tmp = self._buf("Q_step", self.Q.shape)
         xp.matmul(self.K, D, out=tmp)
         self.Q += tmp
+
+
+ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
+
+
+def step_costs(L, batch_size, width, input_dim):
+    """Relative cost of one SGD step on the (symbol, dense) paths, as ``_cpu.step_costs``.
+
+    The GPU does every symbol row: a B x L scatter and an L x L GEMM per step,
+    against two B x p x m GEMMs (h0 is a gather).
+    """
+    L, B, m, p = L, batch_size, width, input_dim
+    return float(2 * L * (B + L) * m), float(4 * B * p * m)

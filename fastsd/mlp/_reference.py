@@ -3,10 +3,14 @@
 Written for clarity, not speed. The centered output (App. F) is
 f~(x) = f(x; theta) - f(x; theta0) with
 f(x; theta) = scale * sum_i a_i relu(w_i . x), scale = 1/(gamma sqrt(d)).
+
+Backend "numpy" of the mlp family: ``ReferenceEngine`` runs these functions
+one model and one step at a time (``ENGINES``, see ``_cpu`` for the interface).
 """
 import numpy as np
 
 from .._numerics import bce, sigmoid
+from .model import Params
 
 
 def relu(h):
@@ -54,3 +58,40 @@ def sgd_step(w0, a0, w, a, x, y, scale, lr):
     """One plain SGD step; returns (w, a, loss, f) with new arrays."""
     loss, gw, ga, f = loss_and_grads(w0, a0, w, a, x, y, scale)
     return w - lr * gw, a - lr * ga, loss, f
+
+
+class ReferenceEngine:
+    """Float64 NumPy reference, one model at a time, dense inputs (see ``_cpu`` for the
+    engine interface)."""
+
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        self.tasks = tasks
+        self.p0 = params0
+        self.w = [p.w.copy() for p in params0]
+        self.a = [p.a.copy() for p in params0]
+        self.scales, self.lrs = scales, lrs
+
+    def run(self, pairs, noise_rngs):
+        n = pairs[0][0].shape[0]
+        loss = np.empty((len(self.tasks), n))
+        acc = np.empty_like(loss)
+        for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
+            for t in range(n):
+                x = task.training_inputs(u[t], v[t], rng)
+                self.w[k], self.a[k], loss[k, t], f = sgd_step(
+                    self.p0[k].w, self.p0[k].a, self.w[k], self.a[k], x, y[t],
+                    self.scales[k], self.lrs[k])
+                acc[k, t] = np.mean((f > 0) == (y[t] > 0.5))
+        return loss, acc
+
+    def outputs(self, X, sources=None):
+        """Centered outputs at X (M, n, p) -> (M, n); ``sources`` is unused here."""
+        return np.stack([centered_output(p.w, p.a, w, a, x, s) for p, w, a, x, s
+                         in zip(self.p0, self.w, self.a, X, self.scales)])
+
+    def params(self):
+        return list(self.p0), [Params(w=w, a=a) for w, a in zip(self.w, self.a)]
+
+
+#: The reference trains on dense inputs only.
+ENGINES = {"dense": ReferenceEngine}

@@ -4,8 +4,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice
+from ..params import MLP
 
-INITS = ("normal", "truncated")
+INITS = MLP["init"].choices
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__, _progress
-from .._dispatch import cuda_simulator, resolve_backend
+from .._dispatch import FAMILIES
 from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
-from .._validation import check_batch_size, check_choice, check_float, check_int, check_seed
+from .._validation import check_choice, check_float, check_seed
 from ..conventions import is_lazy
+from ..params import MLP
 from ..tasks.base import Task
 from ..tasks.symbols import SameDifferent
-from . import _engines
 from .evaluate import output
-from .model import INITS, Params, init_params
+from .model import Params, init_params
 
 PATHS = ("auto", "dense", "symbol")
+#: The mlp's backends: ``_reference``, ``_cpu`` and ``_cuda`` each define ``ENGINES`` (and,
+#: with two paths, ``step_costs``). Under the simulator the "cuda" engines hold NumPy
+#: arrays, so only a real GPU needs CuPy.
+FAMILY = FAMILIES["mlp"]
 DTYPES = ("float32", "float64")
 BATCHES = ("host", "device")
 
@@ -162,38 +166,37 @@ def _test_sources(tasks, seed_seqs):
 
 
 def step_costs(L, batch_size, width, input_dim, backend="cpu"):
-    """Relative cost of one SGD step on the (symbol, dense) paths; see ``_cpu`` and ``_cuda``.
+    """Relative cost of one SGD step on the (symbol, dense) paths of a backend.
 
     Parameters
     ----------
     L, batch_size, width, input_dim : int
         Training symbols, batch size B, hidden units m and input dimension p = 2d.
     backend : {"cpu", "cuda"}
+        A backend with both paths; its module's ``step_costs`` is the model.
 
     Returns
     -------
     (float, float)
         Operation counts of a step in the symbol basis and on dense inputs.
     """
-    L, B, m, p = L, batch_size, width, input_dim
-    if backend == "cuda":
-        # the GPU does every symbol row: a B x L scatter and an L x L GEMM
-        # per step, against two B x p x m GEMMs (h0 is a gather)
-        return float(2 * L * (B + L) * m), float(4 * B * p * m)
-    return float(2 * L * min(L, B) * m + 4 * B * m), float(3 * B * p * m)
+    return FAMILY.module(backend).step_costs(L, batch_size, width, input_dim)
 
 
-def _choose_path(task, width, batch_size, path, backend="cpu"):
-    """Pick "dense" or "symbol" by cost (``step_costs``)."""
+def _choose_path(task, width, batch_size, path, backend, module):
+    """Pick one of the backend's paths (``module.ENGINES``): as asked, or by cost."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
             f"task whose inputs lie in the span of fixed symbols (sigma2 = 0); got 'symbol'.")
     if path != "auto":
+        if path not in module.ENGINES:
+            allowed = " or ".join(repr(p) for p in [*module.ENGINES, "auto"])
+            raise ValueError(f"`path` must be {allowed} with backend {backend!r}; got {path!r}.")
         return path
-    if not task.has_symbol_basis:
+    if len(module.ENGINES) == 1 or not task.has_symbol_basis:
         return "dense"
-    cost_symbol, cost_dense = step_costs(task.L, batch_size, width, task.input_dim, backend)
+    cost_symbol, cost_dense = module.step_costs(task.L, batch_size, width, task.input_dim)
     return "symbol" if cost_symbol < cost_dense else "dense"
 
 
@@ -385,16 +388,13 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     gammas = [t.lazy_gamma() if is_lazy(g) else check_float("gamma", g, positive=True)
               for t, g in zip(tasks, gammas)]
     seeds = [check_seed("seed", s) for s in seeds]
-    width = check_int("width", width, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
-    batch_size = check_batch_size("batch_size", batch_size)
-    eval_every = check_int("eval_every", eval_every, minimum=1)
-    n_test = check_int("n_test", n_test, minimum=2)
+    c = MLP.check(dict(width=width, steps=steps, batch_size=batch_size, eval_every=eval_every,
+                       n_test=n_test, alpha0=alpha0, init=init))
+    width, steps, batch_size, eval_every, n_test, alpha0 = (
+        c[k] for k in ("width", "steps", "batch_size", "eval_every", "n_test", "alpha0"))
     check_choice("path", path, PATHS)
-    check_choice("init", init, INITS)
     check_choice("batches", batches, BATCHES)
-    # under the simulator the "cuda" engines run on NumPy arrays, without CuPy
-    backend = resolve_backend(backend, needs_cupy=not cuda_simulator())
+    backend, module = FAMILY.load(backend)
     if batches == "device" and backend != "cuda":
         raise ValueError(f"`batches` must be 'host' with backend {backend!r} ('device' needs "
                          f"backend 'cuda'); got 'device'.")
@@ -405,11 +405,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     if backend == "numpy":
         if dtype != "float64":
             raise ValueError(f"`dtype` must be 'float64' with backend 'numpy'; got {dtype!r}.")
-        if path == "symbol":
-            raise ValueError("`path` must be 'dense' or 'auto' with backend 'numpy' (the "
-                             "reference is dense); got 'symbol'.")
-    alpha0s = [t.default_alpha0 if alpha0 is None else check_float("alpha0", alpha0, positive=True)
-               for t in tasks]
+    alpha0s = [t.default_alpha0 if alpha0 is None else alpha0 for t in tasks]
 
     seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
     scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
@@ -419,8 +415,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
                              f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
                              f"{lr!r}).")
-    paths = ["dense" if backend == "numpy" else _choose_path(t, width, batch_size, path, backend)
-             for t in tasks]
+    paths = [_choose_path(t, width, batch_size, path, backend, module) for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
     check_fits(_memory_needs(tasks, paths, test_source, M, width, batch_size,
                              min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer))
@@ -436,18 +431,13 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     for key, idx in groups.items():
         args = ([tasks[k] for k in idx], [params0[k] for k in idx], [scales[k] for k in idx],
                 [lrs[k] for k in idx], dtype)
-        if backend == "cuda":
-            from . import _cuda
-            cls = _cuda.SymbolEngine if key[0] == "symbol" else _cuda.DenseEngine
-            keys = None
-            if batches == "device":     # Philox keys (pairs, noise) from the model's streams
-                keys = [[_cuda.philox_keys(streams[k][s].integers(2**64, dtype=np.uint64,
-                                                                  size=1))[0]
-                         for s in ("pairs", "noise")] for k in idx]
+        cls = module.ENGINES[key[0]]
+        if batches == "device":     # Philox keys (pairs, noise) from the model's streams
+            keys = [[module.philox_keys(streams[k][s].integers(2**64, dtype=np.uint64,
+                                                               size=1))[0]
+                     for s in ("pairs", "noise")] for k in idx]
             engines.append((idx, cls(*args, device_keys=keys)))
         else:
-            cls = (_engines.ReferenceEngine if backend == "numpy" else
-                   _engines.SymbolEngine if key[0] == "symbol" else _engines.DenseEngine)
             engines.append((idx, cls(*args)))
 
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}

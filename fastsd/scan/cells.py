@@ -1,14 +1,14 @@
 """The MLP predictor's cell: one training run of the same-different task.
 
-``Cell`` validates and completes the settings of one "mlp" scan cell; the
-paper's conventions it applies (the lazy gamma, the symbols' seed) live in
+``Cell`` validates and completes the settings of one "mlp" scan cell. Its
+fields, defaults and checks are the declared parameters ``fastsd.params.MLP``;
+the paper's conventions it applies (the lazy gamma, the symbols' seed) live in
 ``fastsd.conventions``.
 """
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, field, fields, make_dataclass
 
-
-from .._validation import check_batch_size, check_choice, check_float, check_int
-from ..conventions import resolve_task_seed
+from ..conventions import is_lazy, lazy_gamma, resolve_task_seed
+from ..params import MLP
 
 
 def settings_key(settings):
@@ -16,23 +16,24 @@ def settings_key(settings):
     return ",".join(f"{k}={settings[k]!r}" for k in sorted(settings))
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One training run: a ``SameDifferent`` task and an MLP trained on it.
+_DOC = """One training run: a ``SameDifferent`` task and an MLP trained on it.
+
+    Its fields are the parameters declared in ``fastsd.params.MLP``, with their
+    defaults; all are keyword arguments.
 
     Parameters
     ----------
     d, L : int
-        Symbol dimension and number of training symbols.
-    gamma : float
-        Richness (Eq. 1).
-    seed : int
+        Symbol dimension (>= 1) and number of training symbols (>= 2).
+    gamma : float or "lazy"
+        Richness (Eq. 1); "lazy" is the paper's 1e-5/sqrt(d), stored as that number.
+    seed : int, default 0
         Model seed (initialisation, batches, test sets).
     width, steps : int
         Hidden units m and SGD steps.
     sigma2 : float, default 0.0
         Input noise variance.
-    batch_size, eval_every, n_test : int
+    batch_size, eval_every, n_test : int, default 128, 1000, 1024
         As in ``fastsd.train``: batch_size even and >= 2, n_test >= 2.
     alpha0 : float, optional
         Base learning rate; None for the task's default (0.1).
@@ -49,45 +50,35 @@ class Cell:
         When a field is out of range or of the wrong type.
     """
 
-    d: int
-    L: int
-    gamma: float
-    seed: int
-    width: int
-    steps: int
-    sigma2: float = 0.0
-    batch_size: int = 128
-    eval_every: int = 1000
-    n_test: int = 1024
-    alpha0: float = None
-    init: str = "normal"
-    task_seed: int = None
-    root_d: bool = True
 
-    def __post_init__(self):
-        ints = {"d": 1, "L": 2, "seed": 0, "width": 1, "steps": 1, "eval_every": 1, "n_test": 2}
-        for name, minimum in ints.items():
-            object.__setattr__(self, name, check_int(name, getattr(self, name), minimum))
-        object.__setattr__(self, "batch_size", check_batch_size("batch_size", self.batch_size))
-        object.__setattr__(self, "gamma", check_float("gamma", self.gamma, positive=True))
-        object.__setattr__(self, "sigma2", check_float("sigma2", self.sigma2, nonnegative=True))
-        if self.alpha0 is not None:
-            object.__setattr__(self, "alpha0", check_float("alpha0", self.alpha0, positive=True))
-        check_choice("init", self.init, ("normal", "truncated"))
-        check_choice("root_d", self.root_d, (True, False))
-        object.__setattr__(self, "task_seed",
-                           resolve_task_seed(self.task_seed, self.seed, self.L, self.d))
+def _post_init(self):
+    s = MLP.check({f.name: getattr(self, f.name) for f in fields(self)})
+    if is_lazy(s["gamma"]):
+        s["gamma"] = lazy_gamma(s["d"])
+    s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
+    for name, value in s.items():
+        object.__setattr__(self, name, value)
 
-    @property
-    def key(self):
-        """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name."""
-        return settings_key(asdict(self))
 
-    def ensemble_key(self):
-        """Return the fields an ensemble shares: all but gamma, seed and task_seed.
+def _key(self):
+    """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name."""
+    return settings_key(asdict(self))
 
-        Cells with equal ensemble keys train together in one
-        ``train_ensemble`` call (same d, L, width, steps, ...).
-        """
-        return tuple(getattr(self, f.name) for f in fields(self)
-                     if f.name not in ("gamma", "seed", "task_seed"))
+
+def _ensemble_key(self):
+    """Return the fields an ensemble shares: all but gamma, seed and task_seed.
+
+    Cells with equal ensemble keys train together in one ``train_ensemble``
+    call (same d, L, width, steps, ...).
+    """
+    return tuple(getattr(self, f.name) for f in fields(self)
+                 if f.name not in ("gamma", "seed", "task_seed"))
+
+
+Cell = make_dataclass(
+    "Cell",
+    [(n, object) for n, p in MLP.items() if p.required]
+    + [(n, object, field(default=p.default)) for n, p in MLP.items() if not p.required],
+    frozen=True, kw_only=True,
+    namespace={"__doc__": _DOC, "__module__": __name__, "__post_init__": _post_init,
+               "key": property(_key), "ensemble_key": _ensemble_key})

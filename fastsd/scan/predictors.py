@@ -15,11 +15,12 @@ A predictor turns the settings of a cell into a record. It has three jobs:
 ``PREDICTORS`` maps the names that ``fastsd.scan.run`` accepts to them.
 """
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 from .._json import strict_json
-from .._validation import check_batch_size, check_choice, check_float, check_int
-from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, lazy_gamma, resolve_task_seed
+from .._validation import check_choice, check_int
+from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, resolve_task_seed
+from ..params import BAYES, LAZY_LIMIT, MLP, WALKERS
 from .cells import Cell, settings_key
 
 
@@ -90,14 +91,10 @@ class MLPPredictor(Predictor):
     """
 
     name = "mlp"
-    required = ("d", "L", "gamma", "seed", "width", "steps")
-    defaults = {f.name: f.default for f in fields(Cell)
-                if f.name not in ("d", "L", "gamma", "seed", "width", "steps")}
+    required = MLP.required()
+    defaults = MLP.defaults()
 
     def validate(self, settings):
-        if is_lazy(settings["gamma"]):
-            d = check_int("d", settings["d"], 1)
-            settings = {**settings, "gamma": lazy_gamma(d)}
         return asdict(Cell(**settings))
 
     def key(self, settings):
@@ -142,9 +139,10 @@ class MLPImagePredictor(Predictor):
     """
 
     name = "mlp_image"
-    required = ("task", "L", "gamma", "seed", "width", "steps")
-    defaults = {"batch_size": 128, "eval_every": 1000, "n_test": 1024, "alpha0": None,
-                "init": "normal", "task_seed": None, "patch": None, "n_patches": None,
+    required = ("task", "L", "gamma", "width", "steps")
+    _SHARED = ("L", "gamma", "seed", "width", "steps", "batch_size", "eval_every", "n_test",
+               "alpha0", "init", "task_seed")        # declared in fastsd.params.MLP
+    defaults = {**MLP.defaults(_SHARED), "patch": None, "n_patches": None,
                 "image_width": None, "blur": None}
     _TASK_DEFAULTS = {"psvrt": {"patch": 5, "n_patches": 5},
                       "pentomino": {"image_width": 2, "blur": 0.5}}
@@ -159,15 +157,9 @@ class MLPImagePredictor(Predictor):
                 if other != task and s[name] is not None:
                     raise ValueError(f"`{name}` must be None (it is a setting of task "
                                      f"{other!r}) with task {task!r}; got {s[name]!r}.")
-        s["gamma"] = LAZY_GAMMA_SQRT_D if is_lazy(s["gamma"]) else check_float(
-            "gamma", s["gamma"], positive=True)      # = the image task's lazy_gamma()
-        for name, minimum in (("L", 2), ("seed", 0), ("width", 1), ("steps", 1),
-                              ("eval_every", 1), ("n_test", 2)):
-            s[name] = check_int(name, s[name], minimum)
-        s["batch_size"] = check_batch_size("batch_size", s["batch_size"])
-        if s["alpha0"] is not None:
-            s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)
-        check_choice("init", s["init"], ("normal", "truncated"))
+        s.update(MLP.check({k: s[k] for k in self._SHARED}))
+        if is_lazy(s["gamma"]):
+            s["gamma"] = LAZY_GAMMA_SQRT_D      # = the image task's lazy_gamma()
         s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], 0)
         self.make_task(s)           # the task checks its own settings (counts, sizes)
         return s
@@ -244,8 +236,8 @@ class WalkersPredictor(Predictor):
     """
 
     name = "walkers"
-    required = ("L", "batch_size", "n_iters")
-    defaults = {"readout": 1, "n_walkers": 100, "seed": 0, "walker_offset": 0}
+    required = WALKERS.required()
+    defaults = WALKERS.defaults()
 
     def validate(self, settings):
         from ..walkers.process import check_settings
@@ -280,27 +272,14 @@ class LazyLimitPredictor(Predictor):
     """
 
     name = "lazy_limit"
-    required = ("d", "L")
-    defaults = {"method": "logistic_flow", "pairs": "all", "seed": 0, "task_seed": None,
-                "n_test": 1024, "steps": 25_000, "eval_every": 1000, "alpha0": None,
-                "ridge": 1e-8, "solver": "auto"}
+    required = LAZY_LIMIT.required()
+    defaults = LAZY_LIMIT.defaults()
 
     def validate(self, settings):
-        s = dict(settings)
-        s["d"] = check_int("d", s["d"], 1)
-        s["L"] = check_int("L", s["L"], 2)
-        s["seed"] = check_int("seed", s["seed"], 0)
+        s = LAZY_LIMIT.check(settings)
         s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
-        check_choice("method", s["method"], ("logistic_flow", "regression", "logistic_sgd"))
-        check_choice("solver", s["solver"], ("auto", "dense", "cg"))
         if s["pairs"] != "all":     # as kernels.lazy_limit: 2 .. L^2 sampled pairs
             s["pairs"] = check_int("pairs", s["pairs"], 2, s["L"] * s["L"])
-        s["n_test"] = check_int("n_test", s["n_test"], 2)
-        for name in ("steps", "eval_every"):
-            s[name] = check_int(name, s[name], 1)
-        if s["alpha0"] is not None:
-            s["alpha0"] = check_float("alpha0", s["alpha0"], positive=True)
-        s["ridge"] = check_float("ridge", s["ridge"], nonnegative=True)
         return s
 
     def run_group(self, group, backend="auto", dtype=None):
@@ -327,18 +306,12 @@ class BayesPredictor(Predictor):
     """
 
     name = "bayes"
-    required = ("d", "L", "sigma2")
-    defaults = {"prior": "generalizing", "n_test": 20_000, "seed": 0, "task_seed": None}
+    required = BAYES.required()
+    defaults = BAYES.defaults()
 
     def validate(self, settings):
-        s = dict(settings)
-        s["d"] = check_int("d", s["d"], 1)
-        s["L"] = check_int("L", s["L"], 2)
-        s["sigma2"] = check_float("sigma2", s["sigma2"], nonnegative=True)
-        s["seed"] = check_int("seed", s["seed"], 0)
-        s["n_test"] = check_int("n_test", s["n_test"], 1)
+        s = BAYES.check(settings)
         s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
-        check_choice("prior", s["prior"], ("generalizing", "memorizing"))
         return s
 
     def run_group(self, group, backend="auto", dtype=None):

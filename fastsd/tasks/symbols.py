@@ -5,8 +5,9 @@ import numpy as np
 
 from .._memory import check_fits, need
 from .._rng import seed_sequence, tagged_generator
-from .._validation import check_float, check_int, check_seed
+from .._validation import check_seed
 from ..conventions import LAZY_GAMMA_SQRT_D
+from ..params import MLP
 from .base import Task
 
 
@@ -63,9 +64,8 @@ class SameDifferent(Task):
     default_alpha0 = 0.1
 
     def __init__(self, d, L, sigma2=0.0, seed=None, root_d=True):
-        self.d = check_int("d", d, minimum=1)
-        self.L = check_int("L", L, minimum=2)
-        self.sigma2 = check_float("sigma2", sigma2, nonnegative=True)
+        c = MLP.check({"d": d, "L": L, "sigma2": sigma2, "root_d": root_d})
+        self.d, self.L, self.sigma2 = c["d"], c["L"], c["sigma2"]
         check_seed("seed", seed)
         if isinstance(seed, np.random.Generator):
             raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
@@ -76,9 +76,7 @@ class SameDifferent(Task):
         self.seed_entropy = ss.entropy
         self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
                         / np.sqrt(self.d))
-        if not isinstance(root_d, (bool, np.bool_)):
-            raise TypeError(f"`root_d` must be True or False; got {root_d!r}.")
-        self.root_d = bool(root_d)
+        self.root_d = c["root_d"]
         self.input_dim = 2 * self.d
         self.scale_dim = self.d if self.root_d else 1
         self.has_symbol_basis = self.sigma2 == 0.0

@@ -23,33 +23,23 @@ with ``_reference.run`` and a transcription of App. C.3 in the tests).
 The cached kernels are keyed on every fastsd source file (``fastsd._jitcache``),
 so an edit of the generator in ``_reference.py`` recompiles them.
 """
-import types
-
 import numba as nb
 import numpy as np
+from numba.extending import register_jitable
 
 from .. import _jitcache
+from .._memory import need
 from . import _reference as ref
 
-# The reference's generator functions, compiled. Each is rebuilt over a copy of
-# the reference's globals in which the functions it calls are the compiled
-# ones, so that Numba sees dispatchers rather than Python functions.
-_COMPILED = dict(vars(ref))
+# The generator's scalar entry points, compiled (they call the reference's
+# register_jitable mix64); the CUDA simulator's Python walker loop calls them
+# too, where NumPy's scalar uint64 arithmetic would warn on every overflow.
+walker_key = nb.njit(ref.walker_key)
+word = nb.njit(ref.word)
+decode = nb.njit(ref.decode)
 
 
-def _compile(f):
-    fn = types.FunctionType(f.__code__, _COMPILED, f.__name__, f.__defaults__)
-    _COMPILED[f.__name__] = nb.njit(fn)
-    return _COMPILED[f.__name__]
-
-
-mix64 = _compile(ref.mix64)
-walker_key = _compile(ref.walker_key)
-word = _compile(ref.word)
-decode = _compile(ref.decode)
-
-
-@nb.njit
+@register_jitable
 def decide(o1u, o2u, o1v, o2v, same, tot, n1, plus, acc):
     """Decide ``tot`` samples of one pair (u, v), ``n1`` of them with tie coin 1.
 
@@ -69,7 +59,7 @@ def decide(o1u, o2u, o1v, o2v, same, tot, n1, plus, acc):
     return act * plus * (2 * same - 1), acc
 
 
-@nb.njit
+@register_jitable
 def batch_direct(key, c0, n, us, vs, coins, drawn, L, plus, omega1, omega2, b1, b2, counts,
                  active):
     """One batch, sample by sample (App. C.3 steps 2-4): samples c0 .. c0+n-1.
@@ -94,7 +84,7 @@ def batch_direct(key, c0, n, us, vs, coins, drawn, L, plus, omega1, omega2, b1, 
     _tally(counts, active, acc)
 
 
-@nb.njit
+@register_jitable
 def batch_pairs(hist, L, plus, omega1, omega2, b1, b2, counts, active):
     """One batch from its histogram, which it clears: same result as ``batch_direct``.
 
@@ -117,7 +107,7 @@ def batch_pairs(hist, L, plus, omega1, omega2, b1, b2, counts, active):
     _tally(counts, active, acc)
 
 
-@nb.njit
+@register_jitable
 def _tally(counts, active, acc):
     # constant indices: a tuple indexed by a variable may not lower on every target
     counts[0] += acc[0]
@@ -130,7 +120,7 @@ def _tally(counts, active, acc):
     active[3] += acc[7]
 
 
-@nb.njit
+@register_jitable
 def apply(L, omega1, omega2, b1, b2):
     """End of a batch (App. C.3 step 5): omega += b, b = 0."""
     for k in range(L):
@@ -140,7 +130,7 @@ def apply(L, omega1, omega2, b1, b2):
         b2[k] = 0
 
 
-@nb.njit
+@register_jitable
 def walk(key, L, batch_size, n_iters, plus, omega1, omega2, b1, b2, counts, active,
          us, vs, coins, drawn):
     """Run one walker sample by sample, in place, allocating nothing (the CUDA loop).
@@ -197,8 +187,8 @@ def walk_buffered(key, L, batch_size, n_iters, plus, pairs, omega1, omega2, coun
 
 
 @_jitcache.njit(parallel=True)
-def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1, omega2, counts,
-             active):
+def simulate_into(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1, omega2,
+                  counts, active):
     """Run walkers walker_offset .. walker_offset + W - 1 from the generator, in place."""
     none = np.zeros(0, np.int64)
     for w in nb.prange(omega1.shape[0]):
@@ -207,11 +197,11 @@ def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1,
 
 
 @_jitcache.njit
-def run(us, vs, coins, L, batch_size, plus, pairs, omega1, omega2, counts, active):
+def run_into(us, vs, coins, L, batch_size, plus, pairs, omega1, omega2, counts, active):
     """Deterministic core: run walkers on pre-drawn (W, n) symbols and coins, in place.
 
     Serial over walkers (it serves the tests, where compile time counts); each
-    walker runs ``walk_buffered`` as in ``simulate``.
+    walker runs ``walk_buffered`` as in ``simulate_into``.
     """
     W, n = us.shape
     for w in range(W):
@@ -222,3 +212,27 @@ def run(us, vs, coins, L, batch_size, plus, pairs, omega1, omega2, counts, activ
 def use_pairs(L, batch_size):
     """Whether the pair-histogram path is the cheaper one: O(L^2) vs O(batch_size) per batch."""
     return L * L <= batch_size
+
+
+def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout):
+    """Walkers walker_offset .. walker_offset + n_walkers - 1 from the generator; see
+    ``_reference.simulate``."""
+    out = ref.states(n_walkers, L)
+    simulate_into(seed64, walker_offset, L, batch_size, n_iters, readout,
+                  use_pairs(L, batch_size), *out)
+    return out
+
+
+def run(us, vs, coins, L, batch_size, readout):
+    """Deterministic core on pre-drawn (W, n) int64 symbols and coins; see ``_reference.run``."""
+    out = ref.states(us.shape[0], L)
+    run_into(us, vs, coins, L, batch_size, readout, use_pairs(L, batch_size), *out)
+    return out
+
+
+def buffers(L, batch_size, n_walkers):
+    """Per thread: a batch's samples and the pair histogram, int64, as ``Need``s."""
+    threads = nb.get_num_threads()
+    return [need(8 * threads * (3 * batch_size + 2 * L * L), f"the per-thread buffers "
+                 f"({threads} threads x (3 x {batch_size} samples + 2 x {L}^2 pairs) int64)",
+                 ("batch_size", batch_size), ("L", L * L, L))]

@@ -10,32 +10,16 @@ w in column w, so that a warp's loads of omega[u, w] share cache lines.
 Imported only when backend "cuda" is used. Under ``NUMBA_ENABLE_CUDASIM=1``
 the kernels run on Numba's CPU simulator (tests without a GPU).
 """
-import types
-
 import numpy as np
 from numba import cuda
 
-from .._dispatch import cuda_simulator
 from . import _cpu
 
 THREADS_PER_BLOCK = 128
-
-
-def _as_python(*names):
-    """Python versions of the named ``_cpu`` functions, calling one another (first returned)."""
-    ns = dict(vars(_cpu))
-    for name in names:
-        f = getattr(_cpu, name).py_func
-        ns[name] = types.FunctionType(f.__code__, ns, name, f.__defaults__)
-    return ns[names[0]]
-
-
-# The simulator runs kernels as Python and cannot pass its arrays to compiled
-# code, so there the walker loop and the functions taking arrays run as Python
-# too (the generator's helpers, on scalars, stay compiled); on a GPU,
-# Numba-CUDA compiles the njit functions for the device.
-_walk = (_as_python("walk", "batch_direct", "apply", "_tally", "decide") if cuda_simulator()
-         else _cpu.walk)
+# ``_cpu.walk`` and the functions it calls are register_jitable: Numba-CUDA
+# compiles them for the device; the simulator runs them as Python, which it
+# needs, since it cannot pass its arrays to compiled code.
+_walk = _cpu.walk
 
 
 @cuda.jit
@@ -68,14 +52,22 @@ def _launch(kernel, W, L, *args):
     return o1, o2, counts, active
 
 
-def simulate(seed64, walker_offset, L, batch_size, n_iters, plus, W):
-    """Run walkers walker_offset .. walker_offset + W - 1 from the generator."""
+def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout):
+    """Walkers walker_offset .. walker_offset + n_walkers - 1 from the generator; see
+    ``_reference.simulate``."""
     none = cuda.to_device(np.zeros(0, np.int64))
-    return _launch(_simulate_kernel, W, L, np.uint64(seed64), np.int64(walker_offset),
-                   np.int64(L), np.int64(batch_size), np.int64(n_iters), np.int64(plus), none)
+    return _launch(_simulate_kernel, n_walkers, L, np.uint64(seed64), np.int64(walker_offset),
+                   np.int64(L), np.int64(batch_size), np.int64(n_iters), np.int64(readout),
+                   none)
 
 
-def run(us, vs, coins, L, batch_size, plus):
-    """Deterministic core on pre-drawn (W, n) int64 symbols and coins."""
+def run(us, vs, coins, L, batch_size, readout):
+    """Deterministic core on pre-drawn (W, n) int64 symbols and coins; see ``_reference.run``."""
     return _launch(_run_kernel, us.shape[0], L, cuda.to_device(us), cuda.to_device(vs),
-                   cuda.to_device(coins), np.int64(L), np.int64(batch_size), np.int64(plus))
+                   cuda.to_device(coins), np.int64(L), np.int64(batch_size), np.int64(readout))
+
+
+def buffers(L, batch_size, n_walkers):
+    """Host memory beyond the states: none (the six (L, W) device arrays are on the GPU,
+    whose memory is not checked here)."""
+    return []

@@ -25,8 +25,9 @@ The multiply-shift maps are exact up to a relative error below L / 2^30 in any
 probability (at most 6e-5 for the largest L allowed, 2^16).
 
 The functions here are written once and serve three targets: NumPy arrays
-(this reference), Numba CPU (``_cpu`` compiles them with ``njit``) and
-Numba-CUDA (the CUDA kernels call the same ``njit`` functions). Every constant
+(this reference), Numba CPU and Numba-CUDA: they are ``register_jitable``,
+plain Python here and compiled wherever a compiled function calls them
+(``_cpu`` compiles its scalar entry points with ``njit``). Every constant
 is an ``np.uint64`` so that Numba keeps the arithmetic in unsigned 64 bits
 (an ``int`` literal would promote uint64 to float64).
 
@@ -38,6 +39,9 @@ generator. Both are vectorised over walkers and over the samples of a batch
 (within a batch the state omega is fixed, App. C.3 step 5).
 """
 import numpy as np
+from numba.extending import register_jitable
+
+from .._memory import need
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 COUNTER = np.uint64(0xD1B54A32D192ED03)
@@ -55,6 +59,7 @@ _S62, _S63 = np.uint64(62), np.uint64(63)
 CATEGORIES = ("positive", "negative", "mixed", "zero")
 
 
+@register_jitable
 def mix64(x):
     """splitmix64 finaliser: a bijection of uint64 words with full avalanche."""
     x = (x ^ (x >> _S30)) * _M1
@@ -62,16 +67,19 @@ def mix64(x):
     return x ^ (x >> _S31)
 
 
+@register_jitable
 def walker_key(seed64, w):
     """Key of walker ``w`` (int64, global index) under the uint64 seed state."""
     return mix64(seed64 + np.uint64(w + 1) * GOLDEN)
 
 
+@register_jitable
 def word(key, c):
     """The random word of sample ``c`` (int64, from 0) of the walker with ``key``."""
     return mix64(key ^ (np.uint64(c + 1) * COUNTER))
 
 
+@register_jitable
 def decode(r, L):
     """Symbols u, v and tie coin (int64 each) of the random word ``r`` (module docs)."""
     u = np.int64(((r & _LOW32) * np.uint64(L)) >> _S32)
@@ -134,12 +142,16 @@ def step(omega1, omega2, counts, active, u, v, coin, readout):
         omega += delta.reshape(W, L)
 
 
-def run(u, v, coin, L, batch_size, readout):
+def run(us, vs, coins, L, batch_size, readout):
     """Deterministic core: run walkers from omega = 0 on pre-drawn samples.
+
+    The backend interface of the walkers family (``fastsd.walkers.process``):
+    every backend module defines ``run``, ``simulate`` and ``buffers`` with
+    these signatures.
 
     Parameters
     ----------
-    u, v, coin : ndarray, shape (W, n_iters * batch_size), int64
+    us, vs, coins : ndarray, shape (W, n_iters * batch_size), int64
         Symbols in [0, L) and tie coins in {0, 1}, in sample order.
     L, batch_size : int
     readout : {+1, -1}
@@ -149,21 +161,36 @@ def run(u, v, coin, L, batch_size, readout):
     omega1, omega2 : ndarray, shape (W, L), int64
     counts, active : ndarray, shape (W, 4), int64
     """
-    W, n = u.shape
-    omega1, omega2 = np.zeros((W, L), np.int64), np.zeros((W, L), np.int64)
-    counts, active = np.zeros((W, 4), np.int64), np.zeros((W, 4), np.int64)
+    W, n = us.shape
+    omega1, omega2, counts, active = states(W, L)
     for s in range(0, n, batch_size):
         b = slice(s, s + batch_size)
-        step(omega1, omega2, counts, active, u[:, b], v[:, b], coin[:, b], readout)
+        step(omega1, omega2, counts, active, us[:, b], vs[:, b], coins[:, b], readout)
     return omega1, omega2, counts, active
 
 
 def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout):
-    """The process of App. C.3 fed by the counter-based generator; returns as ``run``."""
+    """Walkers walker_offset .. walker_offset + n_walkers - 1 from the generator (App. C.3).
+
+    ``seed64`` is the uint64 seed state; returns as ``run``.
+    """
     walkers = np.arange(walker_offset, walker_offset + n_walkers, dtype=np.int64)
-    omega1, omega2 = np.zeros((n_walkers, L), np.int64), np.zeros((n_walkers, L), np.int64)
-    counts, active = np.zeros((n_walkers, 4), np.int64), np.zeros((n_walkers, 4), np.int64)
+    omega1, omega2, counts, active = states(n_walkers, L)
     for t in range(n_iters):
         u, v, coin = draw(seed64, walkers, L, t * batch_size, batch_size)
         step(omega1, omega2, counts, active, u, v, coin, readout)
     return omega1, omega2, counts, active
+
+
+def buffers(L, batch_size, n_walkers):
+    """This backend's working memory beyond the states, as ``Need``s: a batch's samples and
+    the step's temporaries, (n_walkers, batch_size) x 16 int64."""
+    W, N = n_walkers, batch_size
+    return [need(16 * 8 * W * N, f"the numpy backend's batch arrays ({W} walkers x {N} "
+                 f"samples x 16 int64)", ("n_walkers", W), ("batch_size", N))]
+
+
+def states(W, L):
+    """Zero omega1, omega2 (W, L) and counts, active (W, 4), int64: every backend's output."""
+    return (np.zeros((W, L), np.int64), np.zeros((W, L), np.int64),
+            np.zeros((W, 4), np.int64), np.zeros((W, 4), np.int64))

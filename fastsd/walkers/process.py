@@ -5,17 +5,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__
-from .._dispatch import resolve_backend
+from .._dispatch import FAMILIES
 from .._rng import recorded_seed, seed_sequence
 from .._validation import _fail, check_int, check_seed
+from ..params import WALKERS
 from . import _reference
 from .._json import strict_json
 from .._memory import check_fits, need
 from .analysis import alignment, norm_ratio, summary
 
 CATEGORIES = _reference.CATEGORIES
+#: The walkers' backends: ``_reference``, ``_cpu`` and ``_cuda`` each define these.
+FAMILY = FAMILIES["walkers"]
 #: Largest L: the generator's multiply-shift draws of u and v are exact up to L / 2^30.
-MAX_L = 1 << 16
+MAX_L = WALKERS["L"].maximum
 
 
 @dataclass(eq=False)
@@ -115,15 +118,6 @@ def _category_index(category):
     return CATEGORIES.index(category)
 
 
-def _check_readout(readout):
-    if isinstance(readout, (bool, np.bool_)) or not isinstance(readout, (int, float, np.integer,
-                                                                         np.floating)):
-        _fail("readout", "+1 or -1", readout, TypeError)
-    if readout not in (1, -1):
-        _fail("readout", "+1 or -1", readout)
-    return int(readout)
-
-
 def seed_state(seed):
     """The generator's 64-bit seed state, and the integer to record (None for a SeedSequence
     with a spawn key, which an integer cannot rebuild)."""
@@ -143,32 +137,20 @@ def check_settings(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None,
     ValueError, TypeError
         As ``simulate``.
     """
-    n_walkers = check_int("n_walkers", n_walkers, minimum=1)
-    check_seed("seed", seed)
-    return {"L": check_int("L", L, minimum=2, maximum=MAX_L),
-            "batch_size": check_int("batch_size", batch_size, minimum=1),
-            "n_iters": check_int("n_iters", n_iters, minimum=1),
-            "readout": _check_readout(readout), "n_walkers": n_walkers, "seed": seed,
-            "walker_offset": check_int("walker_offset", walker_offset, minimum=0,
-                                       maximum=2**62 - n_walkers)}
+    s = WALKERS.check(dict(L=L, batch_size=batch_size, n_iters=n_iters, readout=readout,
+                           n_walkers=n_walkers, walker_offset=walker_offset))
+    s["seed"] = check_seed("seed", seed)    # None too: fresh entropy, recorded
+    s["walker_offset"] = check_int("walker_offset", walker_offset, minimum=0,
+                                   maximum=2**62 - s["n_walkers"])
+    return s
 
 
-def _needs(backend, L, batch_size, n_walkers):
+def _needs(module, L, batch_size, n_walkers):
     """The allocations of ``simulate`` that scale with its sizes, as ``Need``s."""
-    W, N = n_walkers, batch_size
+    W = n_walkers
     # omega1, omega2 (W x L) and counts, active (W x 4), int64; the result copies them
-    needs = [need(2 * 8 * W * (2 * L + 8), f"the walker states ({W} walkers x (2 x {L} + 8) "
-                  f"int64)", ("n_walkers", W), ("L", L))]
-    if backend == "numpy":      # a batch's u, v, coin and the step's temporaries, (W, N) int64
-        needs.append(need(16 * 8 * W * N, f"the numpy backend's batch arrays ({W} walkers x "
-                          f"{N} samples x 16 int64)", ("n_walkers", W), ("batch_size", N)))
-    elif backend == "cpu":      # per thread: a batch's samples and the pair histogram
-        import numba
-        threads = numba.get_num_threads()
-        needs.append(need(8 * threads * (3 * N + 2 * L * L), f"the per-thread buffers "
-                          f"({threads} threads x (3 x {N} samples + 2 x {L}^2 pairs) int64)",
-                          ("batch_size", N), ("L", L * L, L)))
-    return needs
+    return [need(2 * 8 * W * (2 * L + 8), f"the walker states ({W} walkers x (2 x {L} + 8) "
+                 f"int64)", ("n_walkers", W), ("L", L))] + module.buffers(L, batch_size, W)
 
 
 def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backend="auto",
@@ -246,22 +228,11 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
     L, batch_size, n_iters, readout, n_walkers, walker_offset = (
         c[k] for k in ("L", "batch_size", "n_iters", "readout", "n_walkers", "walker_offset"))
     seed64, recorded = seed_state(seed)
-    backend = resolve_backend(backend, needs_cupy=False)
-    check_fits(_needs(backend, L, batch_size, n_walkers))
+    backend, module = FAMILY.load(backend)
+    check_fits(_needs(module, L, batch_size, n_walkers))
 
     start = time.perf_counter()
-    if backend == "numpy":
-        out = _reference.simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters,
-                                  readout)
-    elif backend == "cpu":
-        from . import _cpu
-        out = [np.zeros((n_walkers, L), np.int64) for _ in range(2)]
-        out += [np.zeros((n_walkers, 4), np.int64) for _ in range(2)]
-        _cpu.simulate(seed64, walker_offset, L, batch_size, n_iters, readout,
-                      _cpu.use_pairs(L, batch_size), *out)
-    else:
-        from . import _cuda
-        out = _cuda.simulate(seed64, walker_offset, L, batch_size, n_iters, readout, n_walkers)
+    out = module.simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout)
     wall = time.perf_counter() - start
     config = dict(L=L, batch_size=batch_size, n_iters=n_iters, readout=readout,
                   n_walkers=n_walkers, walker_offset=walker_offset, seed=recorded,

@@ -1,0 +1,303 @@
+"""The parameters of the public entry points, declared once.
+
+Each ``Param`` holds a setting's name, type, valid range, default and help
+text. The Python entry points check their arguments with it
+(``Spec.check``), the scan predictors take their settings and defaults from
+it, and the CLI builds its options from it (``Spec.add_arguments``), so the
+three cannot disagree; tests/test_params.py holds them equal and generates
+the bad-value tests from the declared ranges (``Param.invalid``).
+
+Specs: ``MLP`` (a trained network on the symbol task: ``fastsd.train``, the
+"mlp" scan cell, ``fastsd train``), ``LAZY_LIMIT`` (``fastsd.kernels.lazy_limit``,
+the "lazy_limit" cell, ``fastsd ntk``), ``WALKERS`` (``fastsd.walkers.simulate``,
+the "walkers" cell, ``fastsd walkers``) and ``BAYES`` (``fastsd.bayes.accuracy``
+through the "bayes" cell).
+"""
+import argparse
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import _fail, check_batch_size, check_choice, check_float, check_int
+from .conventions import is_lazy
+
+#: The default of a setting that must be given.
+REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+KINDS = ("int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One setting of a public entry point.
+
+    Attributes
+    ----------
+    name : str
+        The Python name (the CLI option is ``--name`` with "_" as "-").
+    kind : {"int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs"}
+        "bool": True or False (NumPy's too); "sign": +1 or -1 (a number, not a bool), returned as an int;
+        "batch_size": an even integer >= 2; "gamma": a float > 0 or "lazy";
+        "seed": an integer >= 0; "pairs": "all" or an integer >= 2 (at most
+        L^2, checked where L is known).
+    help : str
+        One line for ``--help`` and the docs, without the default.
+    default : object
+        ``REQUIRED`` when the setting must be given.
+    minimum, maximum : int, optional
+        Inclusive integer range ("int").
+    positive, nonnegative : bool
+        Float range ("float"): > 0 or >= 0 (finite either way).
+    choices : tuple
+        The valid values ("choice").
+    optional : bool
+        None is valid too (it means "derived", as a task seed from (seed, L, d),
+        or "the task's default", as alpha0).
+    """
+
+    name: str
+    kind: str
+    help: str
+    default: object = REQUIRED
+    minimum: int = None
+    maximum: int = None
+    positive: bool = False
+    nonnegative: bool = False
+    choices: tuple = ()
+    optional: bool = False
+
+    def __post_init__(self):
+        check_choice("kind", self.kind, KINDS)
+
+    @property
+    def required(self):
+        return self.default is REQUIRED
+
+    @property
+    def flag(self):
+        """The CLI option, e.g. ``--batch-size``."""
+        return "--" + self.name.replace("_", "-")
+
+    def check(self, value):
+        """Return ``value`` validated and normalised.
+
+        Raises
+        ------
+        ValueError
+            Out of range, naming the parameter, the range and the value.
+        TypeError
+            Of the wrong type.
+        """
+        if value is None and self.optional:
+            return None
+        if self.kind == "int":
+            return check_int(self.name, value, self.minimum, self.maximum)
+        if self.kind == "seed":
+            return check_int(self.name, value, 0)
+        if self.kind == "batch_size":
+            return check_batch_size(self.name, value)
+        if self.kind == "float":
+            return check_float(self.name, value, positive=self.positive,
+                               nonnegative=self.nonnegative)
+        if self.kind == "gamma":
+            return value if is_lazy(value) else check_float(self.name, value, positive=True)
+        if self.kind == "pairs":
+            return value if isinstance(value, str) and value == "all" else check_int(
+                self.name, value, 2)
+        if self.kind == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                _fail(self.name, "True or False", value, TypeError)
+            return bool(value)
+        if self.kind == "sign":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                _fail(self.name, "+1 or -1", value, TypeError)
+            if value not in (1, -1):
+                _fail(self.name, "+1 or -1", value)
+            return int(value)
+        return check_choice(self.name, value, self.choices)
+
+    def invalid(self):
+        """Values this parameter must refuse, each with the exception it raises.
+
+        Generated from the declared range: just outside it, a value of the
+        wrong type, and (floats) non-finite values.
+        """
+        out = [("x" if self.kind != "choice" else object(), (TypeError, ValueError))]
+        if self.kind in ("int", "seed", "batch_size", "pairs"):
+            lo = {"seed": 0, "batch_size": 2, "pairs": 2}.get(self.kind, self.minimum)
+            if lo is not None:
+                out.append((lo - 1, ValueError))
+            if self.maximum is not None:
+                out.append((self.maximum + 1, ValueError))
+            out.append((1.5, TypeError))
+            if self.kind == "batch_size":
+                out.append((5, ValueError))
+        elif self.kind == "sign":
+            out += [(0, ValueError), (True, TypeError)]
+        elif self.kind == "bool":
+            out = [("x", TypeError), (1, TypeError)]
+        elif self.kind in ("float", "gamma"):
+            out += [(math.nan, ValueError), (math.inf, ValueError)]
+            if self.positive or self.kind == "gamma":
+                out.append((0.0, ValueError))
+            if self.positive or self.nonnegative or self.kind == "gamma":
+                out.append((-1.0, ValueError))
+        else:
+            out.append(("not-" + "-".join(map(str, self.choices)), ValueError))
+        return out
+
+    def valid(self):
+        """The valid values in words, e.g. "an integer >= 2"."""
+        if self.kind in ("int", "seed"):
+            lo = 0 if self.kind == "seed" else self.minimum
+            out = "an integer" + ("" if lo is None else f" >= {lo}")
+            return out + ("" if self.maximum is None else f" and <= {self.maximum}")
+        words = {"batch_size": "an even integer >= 2", "sign": "+1 or -1", "bool": "True or False",
+                 "gamma": "a number > 0 or 'lazy'", "pairs": "'all' or an integer >= 2",
+                 "float": "a finite number" + (" > 0" if self.positive else
+                                               " >= 0" if self.nonnegative else "")}
+        return words.get(self.kind) or "one of " + ", ".join(map(repr, self.choices))
+
+    def add_argument(self, parser):
+        """Add this parameter's option to an argparse parser (or argument group)."""
+        default = "" if self.required or self.default is None else f"; default {self.default}"
+        kw = {"help": f"{self.help} ({self.valid()}{default})"}
+        if self.kind in ("int", "seed", "batch_size"):
+            kw["type"] = int
+        elif self.kind == "float":
+            kw["type"] = float
+        elif self.kind == "gamma":
+            kw["type"] = _gamma
+        elif self.kind == "pairs":
+            kw["type"] = _pairs
+        elif self.kind == "sign":
+            kw["type"] = int
+        if self.required:
+            kw["required"] = True
+        else:
+            kw["default"] = self.default
+        parser.add_argument(self.flag, dest=self.name, **kw)
+
+
+def _gamma(text):
+    """A CLI gamma: "lazy" or a number."""
+    if text == "lazy":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'lazy' (the paper's "
+                                         f"1e-5/sqrt(d)); got {text!r}") from None
+
+
+def _pairs(text):
+    """A CLI pairs setting: "all" or an integer."""
+    if text == "all":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be 'all' or an integer; got {text!r}") from None
+
+
+class Spec(dict):
+    """The parameters of one entry point, by name, in declaration order."""
+
+    def __init__(self, *params):
+        super().__init__((p.name, p) for p in params)
+
+    def defaults(self, names=None):
+        """{name: default} of the settings that have one (of ``names``, default all)."""
+        return {n: p.default for n, p in self.items()
+                if not p.required and (names is None or n in names)}
+
+    def required(self):
+        """The names of the settings that must be given."""
+        return tuple(n for n, p in self.items() if p.required)
+
+    def check(self, settings):
+        """Return ``settings`` with each declared one validated (others left as they are)."""
+        return {k: self[k].check(v) if k in self else v for k, v in settings.items()}
+
+    def add_arguments(self, parser, names=None, required_group=True):
+        """Add the options of ``names`` (default all) to ``parser``; required ones in a
+        "required" group."""
+        req = parser.add_argument_group("required") if required_group else parser
+        for n, p in self.items():
+            if names is None or n in names:
+                p.add_argument(req if p.required else parser)
+
+
+def seed_param(help="seed", default=0):
+    """The seed of an entry point (the Python API's None draws fresh entropy, recorded)."""
+    return Param("seed", "seed", help, default)
+
+
+def _task_seed():
+    return Param("task_seed", "seed", "seed of the training symbols (default: derived from "
+                 "seed, L and d)", None, optional=True)
+
+
+def _common(d=True):
+    return ((Param("d", "int", "symbol dimension d", minimum=1),) if d else ()) + (
+        Param("L", "int", "number of training symbols L", minimum=2),)
+
+
+MLP = Spec(
+    *_common(),
+    Param("gamma", "gamma", "richness gamma (a number > 0, or 'lazy' for 1e-5/sqrt(d))"),
+    seed_param("model seed: initialisation, batches, test sets"),
+    Param("width", "int", "hidden units m", minimum=1),
+    Param("steps", "int", "SGD steps", minimum=1),
+    Param("sigma2", "float", "input noise variance sigma^2", 0.0, nonnegative=True),
+    Param("batch_size", "batch_size", "SGD batch size, even (half same pairs)", 128),
+    Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1),
+    Param("n_test", "int", "fresh test pairs per evaluation", 1024, minimum=2),
+    Param("alpha0", "float", "base learning rate alpha0 (default: the task's, 0.1)", None,
+          positive=True, optional=True),
+    Param("init", "choice", "initialisation of the hidden weights", "normal",
+          choices=("normal", "truncated")),
+    _task_seed(),
+    Param("root_d", "bool", "keep the 1/sqrt(d) output prefactor", True),
+)
+
+LAZY_LIMIT = Spec(
+    *_common(),
+    Param("method", "choice", "the limit network's training: gradient flow of the BCE, kernel "
+          "regression, or kernel SGD", "logistic_flow",
+          choices=("logistic_flow", "regression", "logistic_sgd")),
+    Param("pairs", "pairs", "training pairs: 'all' L^2, or a number sampled", "all"),
+    seed_param("seed of the pair sample, test sets and batches"),
+    _task_seed(),
+    Param("n_test", "int", "fresh test pairs per evaluation", 1024, minimum=2),
+    Param("steps", "int", "SGD steps' worth of flow time", 25_000, minimum=1),
+    Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1),
+    Param("alpha0", "float", "base learning rate alpha0 (default: the task's, 0.1)", None,
+          positive=True, optional=True),
+    Param("ridge", "float", "regression ridge, relative to the mean kernel diagonal", 1e-8,
+          nonnegative=True),
+    Param("solver", "choice", "dense kernel, matrix-free CG, or the cheaper that fits", "auto",
+          choices=("auto", "dense", "cg")),
+)
+
+WALKERS = Spec(
+    Param("L", "int", "number of training symbols L", minimum=2, maximum=1 << 16),
+    Param("batch_size", "int", "samples per batch N (any N >= 1; App. C.3)", minimum=1),
+    Param("n_iters", "int", "batches per run", minimum=1),
+    Param("readout", "sign", "readout sign a, +1 or -1", 1),
+    Param("n_walkers", "int", "independent walkers (runs)", 100, minimum=1),
+    seed_param(),
+    Param("walker_offset", "int", "global index of the first walker", 0, minimum=0),
+)
+
+BAYES = Spec(
+    *_common(),
+    Param("sigma2", "float", "input noise variance sigma^2", nonnegative=True),
+    Param("prior", "choice", "the prior over the task", "generalizing",
+          choices=("generalizing", "memorizing")),
+    Param("n_test", "int", "Monte Carlo test pairs", 20_000, minimum=1),
+    seed_param("seed of the test pairs"),
+    _task_seed(),
+)
+

@@ -1,0 +1,80 @@
+"""Every kernel family has the same three backend modules with one interface.
+
+The registry (``fastsd._dispatch.FAMILIES``) declares each family's
+interface once; here every runnable backend module must define each name of
+it, functions with the reference's signature and engine tables with the
+reference's paths' operations.
+"""
+import inspect
+
+import pytest
+from backends import REFERENCE, over_backends, unavailable
+
+from fastsd._dispatch import BACKEND_MODULES, FAMILIES, Family, resolve_backend
+
+ENGINE_OPERATIONS = ("run", "outputs", "params")
+
+
+def test_every_family_is_registered():
+    assert {"mlp", "walkers"} <= set(FAMILIES)
+    for fam in FAMILIES.values():
+        assert isinstance(fam, Family) and fam.interface
+
+
+def cases():
+    for name in sorted(FAMILIES):
+        for b in BACKEND_MODULES:
+            reason = unavailable(name, b)
+            yield pytest.param(name, b, id=f"{name}-{b}",
+                               marks=[pytest.mark.skip(reason=reason)] if reason else [])
+
+
+@pytest.mark.parametrize("family, backend", list(cases()))
+def test_backend_module_defines_the_interface(family, backend):
+    fam = FAMILIES[family]
+    mod, ref = fam.module(backend), fam.module(REFERENCE)
+    assert mod.__name__ == f"{fam.package}.{BACKEND_MODULES[backend]}"
+    for name in fam.interface:
+        assert hasattr(mod, name), f"{mod.__name__} lacks {name}"
+        got, want = getattr(mod, name), getattr(ref, name)
+        if callable(want):
+            assert inspect.signature(got) == inspect.signature(want), (mod.__name__, name)
+        elif isinstance(want, dict):        # an engine table: path -> engine class
+            assert set(want) <= set(got), (mod.__name__, name)
+            for cls in got.values():
+                for op in ENGINE_OPERATIONS:
+                    assert callable(getattr(cls, op, None)), (cls, op)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_load_resolves_with_the_one_chooser(family):
+    fam = FAMILIES[family]
+    for b in fam.available():
+        name, mod = fam.load(b)
+        assert name == b and mod is fam.module(b)
+    # "auto" never picks the simulator: the same choice as resolve_backend's
+    name, _ = fam.load("auto")
+    assert name in ("cpu", "numpy") or resolve_backend("auto", needs_cupy=False) == "cuda"
+
+
+def test_unknown_backend_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match="backend"):
+        FAMILIES["walkers"].load("tpu")
+    with pytest.raises(ValueError, match="backend"):
+        FAMILIES["walkers"].module("auto")
+
+
+def test_each_family_names_its_own_package():
+    for name, fam in FAMILIES.items():
+        assert fam.name == name and fam.package == f"fastsd.{name}"
+
+
+@over_backends("walkers")
+def test_harness_runs_one_body_over_every_backend(backend):
+    """The harness itself: each backend's walkers equal the reference's, bit for bit."""
+    from fastsd.walkers import simulate
+    kw = dict(L=5, batch_size=7, n_iters=4, readout=-1, n_walkers=3, seed=11)
+    got, want = simulate(backend=backend, **kw), simulate(backend=REFERENCE, **kw)
+    assert got.config["backend"] == backend
+    for k in ("omega1", "omega2", "counts", "active"):
+        assert (getattr(got, k) == getattr(want, k)).all()
