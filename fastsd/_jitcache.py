@@ -1,4 +1,4 @@
-"""Numba's on-disk cache of fastsd's kernels, keyed on the source of the whole package.
+"""How fastsd compiles: Numba's on-disk cache keyed on the whole package, and ``jitable``.
 
 Numba checks only the stamp of the file that defines a cached function. A
 kernel that compiles code from another file (the walkers compile their
@@ -11,6 +11,10 @@ every fastsd source file: any change to any of them compiles afresh (about
 ``NUMBA_CACHE_DIR`` when that is set, else under ``$XDG_CACHE_HOME`` (default
 ``~/.cache``) in ``fastsd/numba/``. Only fastsd's own kernels go there: the
 setting is held while each of them is decorated, then restored.
+
+``jitable`` marks a plain Python function as callable from compiled code on
+every target (the walkers' generator and loop, shared by the CPU kernels, the
+CUDA kernels and the CUDA simulator).
 """
 import hashlib
 import os
@@ -67,3 +71,22 @@ def njit(*args, **options):
         finally:
             numba.config.CACHE_DIR = before
     return decorate
+
+
+def jitable(fn):
+    """Register ``fn`` so that compiled CPU code and Numba-CUDA kernels can call it.
+
+    ``fn`` stays a plain Python function (the CUDA simulator runs it as such)
+    and is compiled wherever a compiled caller reaches it: Numba's
+    ``register_jitable`` for the CPU target and, where the numba-cuda package
+    is installed (its CUDA target has its own registry), numba-cuda's too.
+    Without numba-cuda, Numba's built-in CUDA target shares the CPU registry.
+    """
+    from numba.extending import register_jitable
+    register_jitable(fn)
+    try:
+        from numba.cuda.extending import register_jitable as register_for_cuda
+    except Exception:       # no numba-cuda, or the simulator / built-in target without one
+        return fn
+    register_for_cuda(fn)
+    return fn

@@ -25,21 +25,20 @@ so an edit of the generator in ``_reference.py`` recompiles them.
 """
 import numba as nb
 import numpy as np
-from numba.extending import register_jitable
 
 from .. import _jitcache
 from .._memory import need
 from . import _reference as ref
 
 # The generator's scalar entry points, compiled (they call the reference's
-# register_jitable mix64); the CUDA simulator's Python walker loop calls them
+# jitable mix64); the CUDA simulator's Python walker loop calls them
 # too, where NumPy's scalar uint64 arithmetic would warn on every overflow.
 walker_key = nb.njit(ref.walker_key)
 word = nb.njit(ref.word)
 decode = nb.njit(ref.decode)
 
 
-@register_jitable
+@_jitcache.jitable
 def decide(o1u, o2u, o1v, o2v, same, tot, n1, plus, acc):
     """Decide ``tot`` samples of one pair (u, v), ``n1`` of them with tie coin 1.
 
@@ -59,7 +58,7 @@ def decide(o1u, o2u, o1v, o2v, same, tot, n1, plus, acc):
     return act * plus * (2 * same - 1), acc
 
 
-@register_jitable
+@_jitcache.jitable
 def batch_direct(key, c0, n, us, vs, coins, drawn, L, plus, omega1, omega2, b1, b2, counts,
                  active):
     """One batch, sample by sample (App. C.3 steps 2-4): samples c0 .. c0+n-1.
@@ -84,7 +83,7 @@ def batch_direct(key, c0, n, us, vs, coins, drawn, L, plus, omega1, omega2, b1, 
     _tally(counts, active, acc)
 
 
-@register_jitable
+@_jitcache.jitable
 def batch_pairs(hist, L, plus, omega1, omega2, b1, b2, counts, active):
     """One batch from its histogram, which it clears: same result as ``batch_direct``.
 
@@ -107,7 +106,7 @@ def batch_pairs(hist, L, plus, omega1, omega2, b1, b2, counts, active):
     _tally(counts, active, acc)
 
 
-@register_jitable
+@_jitcache.jitable
 def _tally(counts, active, acc):
     # constant indices: a tuple indexed by a variable may not lower on every target
     counts[0] += acc[0]
@@ -120,7 +119,7 @@ def _tally(counts, active, acc):
     active[3] += acc[7]
 
 
-@register_jitable
+@_jitcache.jitable
 def apply(L, omega1, omega2, b1, b2):
     """End of a batch (App. C.3 step 5): omega += b, b = 0."""
     for k in range(L):
@@ -130,7 +129,7 @@ def apply(L, omega1, omega2, b1, b2):
         b2[k] = 0
 
 
-@register_jitable
+@_jitcache.jitable
 def walk(key, L, batch_size, n_iters, plus, omega1, omega2, b1, b2, counts, active,
          us, vs, coins, drawn):
     """Run one walker sample by sample, in place, allocating nothing (the CUDA loop).

@@ -16,7 +16,7 @@ from numba import cuda
 from . import _cpu
 
 THREADS_PER_BLOCK = 128
-# ``_cpu.walk`` and the functions it calls are register_jitable: Numba-CUDA
+# ``_cpu.walk`` and the functions it calls are ``_jitcache.jitable``: Numba-CUDA
 # compiles them for the device; the simulator runs them as Python, which it
 # needs, since it cannot pass its arrays to compiled code.
 _walk = _cpu.walk

@@ -25,7 +25,7 @@ The multiply-shift maps are exact up to a relative error below L / 2^30 in any
 probability (at most 6e-5 for the largest L allowed, 2^16).
 
 The functions here are written once and serve three targets: NumPy arrays
-(this reference), Numba CPU and Numba-CUDA: they are ``register_jitable``,
+(this reference), Numba CPU and Numba-CUDA: they are ``_jitcache.jitable``,
 plain Python here and compiled wherever a compiled function calls them
 (``_cpu`` compiles its scalar entry points with ``njit``). Every constant
 is an ``np.uint64`` so that Numba keeps the arithmetic in unsigned 64 bits
@@ -39,8 +39,8 @@ generator. Both are vectorised over walkers and over the samples of a batch
 (within a batch the state omega is fixed, App. C.3 step 5).
 """
 import numpy as np
-from numba.extending import register_jitable
 
+from .. import _jitcache
 from .._memory import need
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -59,7 +59,7 @@ _S62, _S63 = np.uint64(62), np.uint64(63)
 CATEGORIES = ("positive", "negative", "mixed", "zero")
 
 
-@register_jitable
+@_jitcache.jitable
 def mix64(x):
     """splitmix64 finaliser: a bijection of uint64 words with full avalanche."""
     x = (x ^ (x >> _S30)) * _M1
@@ -67,19 +67,19 @@ def mix64(x):
     return x ^ (x >> _S31)
 
 
-@register_jitable
+@_jitcache.jitable
 def walker_key(seed64, w):
     """Key of walker ``w`` (int64, global index) under the uint64 seed state."""
     return mix64(seed64 + np.uint64(w + 1) * GOLDEN)
 
 
-@register_jitable
+@_jitcache.jitable
 def word(key, c):
     """The random word of sample ``c`` (int64, from 0) of the walker with ``key``."""
     return mix64(key ^ (np.uint64(c + 1) * COUNTER))
 
 
-@register_jitable
+@_jitcache.jitable
 def decode(r, L):
     """Symbols u, v and tie coin (int64 each) of the random word ``r`` (module docs)."""
     u = np.int64(((r & _LOW32) * np.uint64(L)) >> _S32)
