@@ -71,7 +71,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__, _numerics, _progress
-from .._dispatch import resolve_backend
 from .._json import strict_json
 from .._memory import Need, check_fits, default_max_bytes, fmt_bytes
 from .._rng import recorded_seed, seed_sequence, train_streams
@@ -79,14 +78,13 @@ from .._validation import (check_array, check_batch_size, check_choice, check_fl
                            check_seed)
 from ..exceptions import SizeTooLargeError
 from ..tasks.base import Task
-from . import _reference
+from .backend import KERNELS
 
 METHODS = ("regression", "logistic_flow", "logistic_sgd")
 SOLVERS = ("auto", "dense", "cg")
 #: Above this many training pairs the matrix-free solver (O(P^2) kernel
 #: evaluations per product) is refused by solver="auto" as too slow.
 CG_MAX_PAIRS = 1 << 17
-_BLOCK_BYTES = 64 << 20
 _PAIR_TAG = 3001
 
 
@@ -180,66 +178,36 @@ class LazyResult:
 
 
 # -- kernel operators ---------------------------------------------------------
-class _Ops:
-    """Pair-kernel products on one backend: "numpy", "cpu" (Numba) or "cuda" (CuPy)."""
-
-    def __init__(self, backend):
-        self.backend = backend
-        if backend == "cuda":
-            import cupy
-            self.xp = cupy
-        else:
-            self.xp = np
-        if backend == "cpu":
-            from . import _cpu
-            self._cpu = _cpu
-
-    def asarray(self, a, dtype=None):
-        return self.xp.asarray(a, dtype=dtype)
-
-    def block(self, T1, r1, T2, r2, rn2, c1, c2, cn2):
-        """Kernel rows for (r1, r2) against columns (c1, c2), shape (len(r1), len(c1))."""
-        if self.backend == "cpu":
-            out = np.empty((len(r1), len(c1)))
-            self._cpu.pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out)
-            return out
-        return _reference.pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, self.xp)
-
-    def matvec(self, T1, r1, T2, r2, rn2, c1, c2, cn2, V):
-        """K @ V for V of shape (k,) or (k, r), without storing K (blocks of rows)."""
-        V2 = V.reshape(len(c1), -1)
-        if self.backend == "cpu":
-            out = np.empty((len(r1), V2.shape[1]))
-            self._cpu.pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2,
-                                      np.ascontiguousarray(V2), out)
-        else:
-            rows = max(1, _BLOCK_BYTES // (8 * max(1, len(c1))))
-            out = self.xp.concatenate([
-                self.block(T1, r1[s:s + rows], T2, r2[s:s + rows], rn2[s:s + rows],
-                           c1, c2, cn2) @ V2
-                for s in range(0, len(r1), rows)])
-        return out.reshape((len(r1),) + V.shape[1:])
+def _matvec(ops, T1, r1, T2, r2, rn2, c1, c2, cn2, V):
+    """K @ V for V of shape (k,) or (k, r), without storing K (the backend ``ops``)."""
+    V2 = V.reshape(len(c1), -1)
+    out = ops.pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V2)
+    return out.reshape((len(r1),) + V.shape[1:])
 
 
 class _TrainKernel:
-    """The P x P training kernel, stored ("dense") or applied on the fly ("cg")."""
+    """The P x P training kernel, stored ("dense") or applied on the fly ("cg").
+
+    ``ops`` is a backend module of the kernels family; ``matrix`` is the stored
+    kernel or None, and ``rows`` gives kernel rows (what ``ops.kernel_sgd`` reads).
+    """
 
     def __init__(self, ops, G, u, v, dense):
         self.ops, self.G, self.u, self.v = ops, G, u, v
         self.n2 = G[u, u] + G[v, v]
-        self.K = ops.block(G, u, G, v, self.n2, u, v, self.n2) if dense else None
+        self.matrix = ops.pair_ntk(G, u, G, v, self.n2, u, v, self.n2) if dense else None
 
     def __matmul__(self, V):
-        if self.K is not None:
-            return self.K @ V
-        return self.ops.matvec(self.G, self.u, self.G, self.v, self.n2, self.u, self.v,
-                               self.n2, V)
+        if self.matrix is not None:
+            return self.matrix @ V
+        return _matvec(self.ops, self.G, self.u, self.G, self.v, self.n2, self.u, self.v,
+                       self.n2, V)
 
     def rows(self, idx):
-        if self.K is not None:
-            return self.K[idx]
-        return self.ops.block(self.G, self.u[idx], self.G, self.v[idx], self.n2[idx],
-                              self.u, self.v, self.n2)
+        if self.matrix is not None:
+            return self.matrix[idx]
+        return self.ops.pair_ntk(self.G, self.u[idx], self.G, self.v[idx], self.n2[idx],
+                                 self.u, self.v, self.n2)
 
 
 class _Tester:
@@ -248,7 +216,7 @@ class _Tester:
     def __init__(self, ops, task, S, train, x):
         xp = ops.xp
         d = task.d
-        x = ops.asarray(x, xp.float64)
+        x = xp.asarray(x, xp.float64)
         t1, t2 = x[:, :d], x[:, d:]
         self.T1, self.T2 = t1 @ S.T, t2 @ S.T
         self.n2 = xp.sum(t1 * t1, axis=1) + xp.sum(t2 * t2, axis=1)
@@ -257,7 +225,8 @@ class _Tester:
 
     def logits(self, c):
         tr = self.train
-        return self.ops.matvec(self.T1, self.r, self.T2, self.r, self.n2, tr.u, tr.v, tr.n2, c)
+        return self.ops.to_host(_matvec(self.ops, self.T1, self.r, self.T2, self.r, self.n2,
+                                        tr.u, tr.v, tr.n2, c))
 
 
 # -- training pairs -----------------------------------------------------------
@@ -314,24 +283,16 @@ def _class_weights(same):
 
 
 # -- solvers ------------------------------------------------------------------
-def _cholesky_solve(A, b, lam0, xp):
+def _cholesky_solve(A, b, lam0, ops):
     """Solve (A + lam I) z = b by Cholesky, raising lam tenfold from lam0 on failure."""
+    xp = ops.xp
     mean_diag = float(xp.mean(xp.diag(A)))
     lam = lam0
     floor = 1e-12 * mean_diag
     eye = xp.eye(A.shape[0])
     while True:
         try:
-            if xp is np:
-                import scipy.linalg
-                cf = scipy.linalg.cho_factor(A + lam * eye, lower=True, check_finite=False)
-                return scipy.linalg.cho_solve(cf, b, check_finite=False), lam
-            Lc = xp.linalg.cholesky(A + lam * eye)
-            if not bool(xp.all(xp.isfinite(Lc))):
-                raise np.linalg.LinAlgError("not positive definite")
-            import cupyx.scipy.linalg as cla
-            y = cla.solve_triangular(Lc, b, lower=True)
-            return cla.solve_triangular(Lc.T, y, lower=False), lam
+            return ops.cho_solve(A + lam * eye, b), lam
         except np.linalg.LinAlgError:
             lam = max(10.0 * lam, floor)
             if lam > mean_diag:
@@ -496,8 +457,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if method == "logistic_sgd" and not (isinstance(pairs, str) and pairs == "all"):
         raise ValueError(f"`pairs` must be 'all' with method 'logistic_sgd' (the network "
                          f"samples from all pairs); got {pairs!r:.80}.")
-    backend = resolve_backend(backend, needs_cupy=True)
-    ops = _Ops(backend)
+    backend, ops = KERNELS.load(backend)
     xp = ops.xp
 
     L = task.L
@@ -521,14 +481,14 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
                       batch_size))
     u, v, selection = _choose_pairs(L, pairs, seed)
 
-    S = ops.asarray(task.symbols, xp.float64)
+    S = xp.asarray(task.symbols, xp.float64)
     G = S @ S.T
     same = u == v
     w = _class_weights(same)
     y01 = same.astype(np.float64)
-    u_d, v_d = ops.asarray(u), ops.asarray(v)
+    u_d, v_d = xp.asarray(u), xp.asarray(v)
     Kop = _TrainKernel(ops, G, u_d, v_d, dense=solver == "dense")
-    w_d, y_d = ops.asarray(w), ops.asarray(y01)
+    w_d, y_d = xp.asarray(w), xp.asarray(y01)
     info = {"kernel_bytes": dense_bytes if solver == "dense" else 0}
     history = {}
 
@@ -538,7 +498,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         lam = ridge * float(xp.sum(w_d * Kop.n2)) / P
         info["ridge"] = ridge
         if solver == "dense":
-            z, lam = _cholesky_solve(sw[:, None] * Kop.K * sw[None, :], b, lam, xp)
+            z, lam = _cholesky_solve(sw[:, None] * Kop.matrix * sw[None, :], b, lam, ops)
             info["jitter"] = lam
         else:
             lam = lam if lam > 0 else 1e-12 * float(xp.sum(w_d * Kop.n2)) / P
@@ -548,8 +508,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
             info.update(jitter=lam, cg_iterations=it, cg_relative_residual=res)
         c = sw * z
         xt, yt = task.sample_test(n_test, seed)
-        acc = float(np.mean((_to_host(_Tester(ops, task, S, Kop, xt).logits(c)) > 0)
-                            == (yt > 0.5)))
+        acc = float(np.mean((_Tester(ops, task, S, Kop, xt).logits(c) > 0) == (yt > 0.5)))
         best = acc
     else:
         with _one_blas_thread():
@@ -558,7 +517,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         acc, best = history["test_accuracy"][-1], max(history["test_accuracy"])
     preds = None
     if test_x is not None:
-        preds = _to_host(_Tester(ops, task, S, Kop, test_x).logits(c))
+        preds = _Tester(ops, task, S, Kop, test_x).logits(c)
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               "task_seed_entropy": int(task.seed_entropy), "seed": recorded_seed(seed),
               "backend": backend, "ridge": ridge, "tol": tol, "steps": steps,
@@ -634,40 +593,16 @@ def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batc
                 loss = float(xp.sum(w_d * _numerics.bce(Kop @ c, y_d, xp)))
             else:
                 bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
-                c, loss = _kernel_sgd(ops, Kop, c, bu.astype(np.int64) * task.L + bv, by,
-                                      alpha0 / batch_size)
+                c, loss = ops.kernel_sgd(Kop, c, bu.astype(np.int64) * task.L + bv, by,
+                                         alpha0 / batch_size)
             t += n
             xt, yt = task.sample_test(n_test, streams["test"])
-            f = _to_host(_Tester(ops, task, S, Kop, xt).logits(c))
+            f = _Tester(ops, task, S, Kop, xt).logits(c)
             hist["step"].append(t)
             hist["test_accuracy"].append(float(np.mean((f > 0) == (yt > 0.5))))
             hist["train_loss"].append(loss)
             bar.update(n)
     return c, hist
-
-
-def _kernel_sgd(ops, Kop, c, idx, y, lr):
-    """Kernel SGD over the steps of one evaluation chunk; returns c and the mean batch BCE."""
-    if ops.backend == "cpu" and Kop.K is not None:
-        loss = np.zeros(idx.shape[0])
-        ops._cpu.kernel_sgd(Kop.K, idx, y, lr, c, loss)
-        return c, float(loss.mean())
-    xp = ops.xp
-    total = 0.0
-    for t in range(idx.shape[0]):
-        it, yt = ops.asarray(idx[t]), ops.asarray(y[t])
-        f = Kop.rows(it) @ c
-        total += float(xp.mean(_numerics.bce(f, yt, xp)))
-        if xp is np:
-            np.add.at(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
-        else:
-            import cupyx
-            cupyx.scatter_add(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
-    return c, total / idx.shape[0]
-
-
-def _to_host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):
