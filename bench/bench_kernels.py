@@ -44,7 +44,7 @@ from bench_train import OUT_DIR, machine_info
 
 from fastsd import SameDifferent
 from fastsd.kernels import lazy_limit
-from fastsd.kernels.lazy import _choose_pairs, _class_weights
+from fastsd.kernels.pairs import choose_pairs, class_weights
 
 N_TEST = 4096
 RIDGE = 1e-8
@@ -61,7 +61,7 @@ def baseline(task, u, v, seed):
     """Dense solve over explicit pair vectors; returns the test accuracy."""
     X = np.hstack([task.symbols[u], task.symbols[v]])
     nx = np.linalg.norm(X, axis=1)
-    w = _class_weights(u == v)
+    w = class_weights(u == v)
     sw = np.sqrt(w)
     A = sw[:, None] * ntk_from_gram(X @ X.T, nx, nx) * sw[None, :]
     lam = RIDGE * np.mean(w * nx * nx)
@@ -96,7 +96,7 @@ def main():
     for L, pairs in cells:
         task = SameDifferent(d=args.d, L=L, seed=0)
         seed = 1
-        u, v, selection = _choose_pairs(L, pairs, seed)
+        u, v, selection = choose_pairs(L, pairs, seed)
         P = len(u)
         kw = {"pairs": pairs, "seed": seed, "n_test": N_TEST, "ridge": RIDGE, "solver": "dense"}
         methods = {

@@ -172,3 +172,37 @@ def test_lazy_limit_progress_is_off_by_default_and_counts_flow_time(capsys):
     shown = lazy_cell(4, 4, progress=True, **kw)
     assert "300/300" in capsys.readouterr().err
     assert shown["test_accuracy"] == quiet["test_accuracy"]
+
+
+def test_a_registered_solver_plugs_into_lazy_limit_and_auto():
+    from fastsd.kernels import solvers
+
+    @solvers.register_solver("toy", auto_rank=-1)
+    class Toy(solvers.DenseSolver):
+        """The stored kernel, solved by LU; preferred by "auto" on all pairs."""
+
+        @classmethod
+        def auto_refusal(cls, size):
+            return None if size.all_pairs else "the toy solver needs all pairs"
+
+        def solve(self, w, b, lam, *, tol, maxiter):
+            sw = np.sqrt(w)
+            A = sw[:, None] * self.matrix * sw + lam * np.eye(len(w))
+            return np.linalg.solve(A, b), {"jitter": lam, "toy": True}
+
+    try:
+        with pytest.raises(ValueError, match="'toy' is taken"):
+            solvers.register_solver("toy", auto_rank=0)
+        task = SameDifferent(d=4, L=5, seed=2)
+        xt, _ = task.sample_test(12, seed=3)
+        kw = dict(test_x=xt, n_test=20, seed=1, ridge=1e-6, steps=40, eval_every=20)
+        r = lazy_limit(task, "regression", **kw)
+        assert r.solver == "toy" and r.solver_info["toy"] is True
+        np.testing.assert_allclose(r.predictions, lazy_limit(task, "regression", solver="dense",
+                                                             **kw).predictions, rtol=1e-8)
+        assert lazy_limit(task, "regression", pairs=10, **kw).solver == "dense"
+        flow = lazy_limit(task, "logistic_flow", solver="toy", **kw)
+        assert flow.history == lazy_limit(task, "logistic_flow", solver="dense", **kw).history
+    finally:
+        solvers.SOLVERS.pop("toy")
+    assert lazy_limit(task, "regression", **kw).solver == "dense"

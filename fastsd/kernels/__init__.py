@@ -5,10 +5,17 @@
 - ``lazy_limit``: kernel regression, logistic gradient flow or kernel SGD of the
   gamma -> 0, infinite-width network, at a cost independent of d (Sec. 3.3).
 - ``lazy_cell``: one Fig. 1e cell as a JSON record.
+
+Modules: ``arccos`` and ``empirical`` (the kernels), ``lazy`` (the lazy limit's
+entry point), ``pairs`` (training pairs and the pair kernel), ``solvers``
+(dense / matrix-free solvers and their registry), ``dynamics`` (regression,
+flow, SGD), ``backend`` (the family of backend modules ``_reference``,
+``_cpu``, ``_cuda``).
 """
 from .arccos import arccos, nngp, ntk
 from .empirical import empirical_ntk
-from .lazy import CG_MAX_PAIRS, LazyResult, SolveTooLargeError, lazy_cell, lazy_limit
+from .lazy import LazyResult, lazy_cell, lazy_limit
+from .solvers import CG_MAX_PAIRS, SolveTooLargeError
 
 __all__ = [
            "CG_MAX_PAIRS",

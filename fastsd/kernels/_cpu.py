@@ -1,11 +1,14 @@
-"""Numba builds of the same-different pair NTK (the O(n k) part around BLAS).
+"""Backend "cpu" of the kernels family: Numba builds of the pair NTK (the O(n k) part around BLAS).
 
 ``pair_ntk`` fills a block of the kernel matrix; ``pair_ntk_matvec`` applies
-the kernel to a vector without storing it (memory O(n + k)), for the
-matrix-free conjugate-gradient and flow solvers. Both read symbol dot products
-from L x L (or n x L) tables, so nothing depends on d. Rows run in parallel
-(``prange``); each output entry is computed by one thread in a fixed order, so
-results do not depend on the thread count.
+the kernel to a block of vectors without storing it (memory O(n + k)), for the
+matrix-free solvers; ``kernel_sgd`` runs kernel SGD on a stored kernel in one
+compiled loop. All read symbol dot products from L x L (or n x L) tables, so
+nothing depends on d. Rows run in parallel (``prange``); each output entry is
+computed by one thread in a fixed order, so results do not depend on the
+thread count. The arc-cosine kernels, the Cholesky solve and the copy to the
+host are the reference's (NumPy, SciPy). The interface is the family's
+(``fastsd.kernels.backend``).
 """
 import math
 
@@ -13,10 +16,15 @@ import numba as nb
 import numpy as np
 
 from .. import _jitcache, _numerics
+from . import _reference
 
 _TWO_PI = 2.0 * math.pi
 _sigmoid = nb.njit(inline="always")(_numerics.scalar_sigmoid)
 _bce = nb.njit(inline="always")(_numerics.scalar_bce)
+
+xp = np
+arccos_kernels, cho_solve, to_host = (_reference.arccos_kernels, _reference.cho_solve,
+                                      _reference.to_host)
 
 
 @nb.njit(inline="always")
@@ -38,7 +46,7 @@ def _ntk(dot, nx2, ny2):
 
 
 @_jitcache.njit(parallel=True)
-def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
+def _pair_ntk_into(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
     """out[i, j] = ntk of row pair i and column pair j; rn, cn are squared norms."""
     for i in nb.prange(out.shape[0]):
         a = T1[r1[i]]
@@ -48,7 +56,7 @@ def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
 
 
 @_jitcache.njit(parallel=True)
-def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
+def _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
     """out[i, :] = sum_j ntk(i, j) V[j, :], without storing the kernel; V is (k, r)."""
     r = V.shape[1]
     for i in nb.prange(out.shape[0]):
@@ -64,7 +72,7 @@ def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
 
 
 @_jitcache.njit(parallel=True)
-def kernel_sgd(K, idx, y, lr, c, loss):
+def _kernel_sgd_stored(K, idx, y, lr, c, loss):
     """Kernel SGD in function space: f = K c over pairs; idx, y are (steps, batch).
 
     Each step evaluates f at the batch pairs from the current c (rows in
@@ -85,3 +93,55 @@ def kernel_sgd(K, idx, y, lr, c, loss):
             tot += _bce(f[b], y[t, b])
             c[idx[t, b]] -= lr * (_sigmoid(f[b]) - y[t, b])
         loss[t] = tot / B
+
+
+def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2):
+    """NTK between pair inputs from symbol dot-product tables (see ``_reference.pair_ntk``).
+
+    Parameters
+    ----------
+    T1, T2 : ndarray (*, L), float64
+    r1, r2 : int ndarrays (n,)
+    rn2 : ndarray (n,)
+    c1, c2 : int ndarrays (k,)
+    cn2 : ndarray (k,)
+
+    Returns
+    -------
+    ndarray (n, k), float64
+    """
+    out = np.empty((len(r1), len(c1)))
+    _pair_ntk_into(T1, r1, T2, r2, rn2, c1, c2, cn2, out)
+    return out
+
+
+def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V):
+    """``pair_ntk(...) @ V`` for V of shape (k, r), without storing the kernel.
+
+    Returns
+    -------
+    ndarray (n, r), float64
+    """
+    out = np.empty((len(r1), V.shape[1]))
+    _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, np.ascontiguousarray(V), out)
+    return out
+
+
+def kernel_sgd(op, c, idx, y, lr):
+    """Kernel SGD over one chunk of steps (see ``_reference.kernel_sgd``).
+
+    On a stored kernel (``op.matrix``) the steps run in one compiled loop;
+    a matrix-free one takes the reference's loop over ``op.rows``.
+
+    Returns
+    -------
+    c : ndarray (P,)
+        Updated in place.
+    loss : float
+        Mean over the steps of the batch-mean BCE before each update.
+    """
+    if op.matrix is None:
+        return _reference.kernel_sgd(op, c, idx, y, lr)
+    loss = np.zeros(idx.shape[0])
+    _kernel_sgd_stored(op.matrix, idx, y, lr, c, loss)
+    return c, float(loss.mean())

@@ -1,7 +1,11 @@
-"""Float64 reference of the arc-cosine kernels and the same-different pair kernel.
+"""Backend "numpy" of the kernels family: the float64 truth of the arc-cosine kernels and the
+same-different pair kernel.
 
-Written against an array module ``xp`` (NumPy, or CuPy for backend "cuda"), so
-that the GPU path is this same code.
+The array code is the class ``ArrayKernels``, written against an array module
+``xp``; this module binds it to NumPy, and ``_cuda`` binds the same class to
+CuPy (overriding only the Cholesky solve, the scatter-add and the copy to the
+host), so the GPU path is this same code. The names the module exports are
+the family's interface (``fastsd.kernels.backend``).
 
 Normalization: w ~ N(0, I) (Cho & Saul 2009). With rho = x.y / (|x||y|) and
 t = arccos(rho) in [0, pi],
@@ -24,9 +28,14 @@ import math
 
 import numpy as np
 
+from .. import _numerics
+from .backend import KERNELS
+
 #: |rho| above 1 - REFINE gets its angle recomputed from the vectors.
 REFINE = 1e-4
 TWO_PI = 2.0 * math.pi
+#: Bytes of one block of kernel rows in ``pair_ntk_matvec``.
+_BLOCK_BYTES = 64 << 20
 
 
 def _trig(rho, xp):
@@ -74,52 +83,162 @@ def _unit_rows(X, xp):
     return U, (n * s)[:, 0]
 
 
-def arccos_kernels(X, Y, xp=np):
-    """k0, k1, ntk between the rows of X (n, p) and Y (k, p), float64, shape (n, k).
+class ArrayKernels:
+    """The kernels family's array code on one array module ``xp`` (NumPy or CuPy).
 
-    Rows are scaled to unit length first (so huge or tiny inputs neither
-    overflow nor underflow), the cosines come from one GEMM; entries with |rho| > 1 - REFINE are
-    recomputed from the vectors (O(p) each) with Kahan's angle formula.
+    Its public methods are the family's interface (see ``fastsd.kernels.backend``);
+    a backend module binds one instance's methods as its module functions.
     """
-    X, nx = _unit_rows(X, xp)
-    Y, ny = _unit_rows(Y, xp)
-    nn = nx[:, None] * ny[None, :]
-    pos = nn > 0
-    rho, pit, sint = _trig(X @ Y.T, xp)
-    i, j = xp.nonzero(pos & (xp.abs(rho) > 1.0 - REFINE))
-    if i.size:
-        xh, yh = X[i], Y[j]
-        a = xp.sqrt(xp.sum((xh - yh) ** 2, axis=1))     # 2 sin(t/2)
-        b = xp.sqrt(xp.sum((xh + yh) ** 2, axis=1))     # 2 cos(t/2)
-        h2 = a * a + b * b
-        rho[i, j] = (b * b - a * a) / h2
-        pit[i, j] = 2.0 * xp.arctan2(b, a)
-        sint[i, j] = 2.0 * a * b / h2
-    return _combine(pos, nn, rho, pit, sint, xp)
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def functions(self):
+        """The family's interface functions (``KERNELS.interface`` but ``xp``), in its order."""
+        return tuple(getattr(self, name) for name in KERNELS.interface if name != "xp")
+
+    def arccos_kernels(self, X, Y):
+        """k0, k1, ntk between the rows of X (n, p) and Y (k, p), float64, shape (n, k).
+
+        Rows are scaled to unit length first (so huge or tiny inputs neither
+        overflow nor underflow), the cosines come from one GEMM; entries with
+        |rho| > 1 - REFINE are recomputed from the vectors (O(p) each) with
+        Kahan's angle formula.
+
+        Parameters
+        ----------
+        X : array (n, p)
+        Y : array (k, p)
+            Arrays of this backend's module, finite.
+
+        Returns
+        -------
+        k0, k1, ntk : arrays (n, k), float64
+        """
+        xp = self.xp
+        X, nx = _unit_rows(X, xp)
+        Y, ny = _unit_rows(Y, xp)
+        nn = nx[:, None] * ny[None, :]
+        pos = nn > 0
+        rho, pit, sint = _trig(X @ Y.T, xp)
+        i, j = xp.nonzero(pos & (xp.abs(rho) > 1.0 - REFINE))
+        if i.size:
+            xh, yh = X[i], Y[j]
+            a = xp.sqrt(xp.sum((xh - yh) ** 2, axis=1))     # 2 sin(t/2)
+            b = xp.sqrt(xp.sum((xh + yh) ** 2, axis=1))     # 2 cos(t/2)
+            h2 = a * a + b * b
+            rho[i, j] = (b * b - a * a) / h2
+            pit[i, j] = 2.0 * xp.arctan2(b, a)
+            sint[i, j] = 2.0 * a * b / h2
+        return _combine(pos, nn, rho, pit, sint, xp)
+
+    def pair_ntk(self, T1, r1, T2, r2, rn2, c1, c2, cn2):
+        """NTK between pair inputs from symbol dot-product tables; no d-length vectors.
+
+        Row pair i and column pair j = (c1[j], c2[j]) have
+        x_i . x_j = T1[r1[i], c1[j]] + T2[r2[i], c2[j]]. For training rows,
+        T1 = T2 = G (the L x L symbol Gram) and r1, r2 are the rows' symbols; for
+        test rows, T1 (T2) holds the dot products of the test pairs' first (second)
+        items with the symbols and r1 = r2 = arange(n).
+
+        Parameters
+        ----------
+        T1, T2 : array (*, L), float64
+        r1, r2 : int arrays (n,)
+        rn2 : array (n,)
+            Squared norms of the row pairs.
+        c1, c2 : int arrays (k,)
+        cn2 : array (k,)
+            Squared norms of the column pairs.
+
+        Returns
+        -------
+        array (n, k), float64
+        """
+        dot = T1[r1[:, None], c1[None, :]] + T2[r2[:, None], c2[None, :]]
+        return kernels_from_gram(dot, rn2[:, None], cn2[None, :], self.xp)[2]
+
+    def pair_ntk_matvec(self, T1, r1, T2, r2, rn2, c1, c2, cn2, V):
+        """``pair_ntk(...) @ V`` for V of shape (k, r), without storing the whole kernel.
+
+        The kernel is formed in blocks of rows of at most 64 MiB each.
+
+        Returns
+        -------
+        array (n, r), float64
+        """
+        rows = max(1, _BLOCK_BYTES // (8 * max(1, len(c1))))
+        return self.xp.concatenate([
+            self.pair_ntk(T1, r1[s:s + rows], T2, r2[s:s + rows], rn2[s:s + rows],
+                          c1, c2, cn2) @ V
+            for s in range(0, len(r1), rows)])
+
+    def kernel_sgd(self, op, c, idx, y, lr):
+        """Kernel SGD in function space over the steps of one chunk: f = K c over pairs.
+
+        Each step t evaluates f at the batch pairs ``idx[t]`` from the current c,
+        then c[idx[t, b]] -= lr (sigmoid(f_b) - y[t, b]), repeats summed.
+
+        Parameters
+        ----------
+        op : Solver
+            The training kernel (``fastsd.kernels.solvers``): ``op.rows(i)`` gives
+            kernel rows, ``op.matrix`` the stored kernel or None.
+        c : array (P,), float64
+            Coefficients, updated in place.
+        idx : int64 ndarray (steps, batch)
+            Training pair indices (host).
+        y : ndarray (steps, batch)
+            Labels in {0, 1} (host).
+        lr : float
+            Step size of c (alpha0 / batch size).
+
+        Returns
+        -------
+        c : array (P,)
+        loss : float
+            Mean over the steps of the batch-mean BCE, each measured before its update.
+        """
+        xp = self.xp
+        total = 0.0
+        for t in range(idx.shape[0]):
+            it, yt = xp.asarray(idx[t]), xp.asarray(y[t])
+            f = op.rows(it) @ c
+            total += float(xp.mean(_numerics.bce(f, yt, xp)))
+            self.scatter_add(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
+        return c, total / idx.shape[0]
+
+    def scatter_add(self, c, idx, vals):
+        """c[idx] += vals in place, repeated indices summed."""
+        np.add.at(c, idx, vals)
+
+    def cho_solve(self, A, b):
+        """Solve A z = b by Cholesky for a symmetric positive definite A.
+
+        Parameters
+        ----------
+        A : array (n, n), float64
+        b : array (n,), float64
+
+        Returns
+        -------
+        array (n,)
+
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            When A is not (numerically) positive definite.
+        """
+        import scipy.linalg
+        cf = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
+        return scipy.linalg.cho_solve(cf, b, check_finite=False)
+
+    def to_host(self, a):
+        """``a`` as a NumPy array (a copy from the device for CuPy)."""
+        return np.asarray(a)
 
 
-def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, xp=np):
-    """NTK between pair inputs from symbol dot-product tables; no d-length vectors.
-
-    Row pair i and column pair j = (c1[j], c2[j]) have
-    x_i . x_j = T1[r1[i], c1[j]] + T2[r2[i], c2[j]]. For training rows,
-    T1 = T2 = G (the L x L symbol Gram) and r1, r2 are the rows' symbols; for
-    test rows, T1 (T2) holds the dot products of the test pairs' first (second)
-    items with the symbols and r1 = r2 = arange(n).
-
-    Parameters
-    ----------
-    T1, T2 : array (*, L), float64
-    r1, r2 : int arrays (n,)
-    rn2 : array (n,)
-        Squared norms of the row pairs.
-    c1, c2 : int arrays (k,)
-    cn2 : array (k,)
-        Squared norms of the column pairs.
-
-    Returns
-    -------
-    array (n, k), float64
-    """
-    dot = T1[r1[:, None], c1[None, :]] + T2[r2[:, None], c2[None, :]]
-    return kernels_from_gram(dot, rn2[:, None], cn2[None, :], xp)[2]
+#: The family's interface: the reference's array code on NumPy.
+xp = np
+arccos_kernels, pair_ntk, pair_ntk_matvec, kernel_sgd, cho_solve, to_host = \
+    ArrayKernels(np).functions()

@@ -17,13 +17,16 @@ import numpy as np
 
 from .._memory import check_fits, need
 from .._validation import check_array
-from . import _reference
+from .backend import KERNELS
 
 ORDERS = (0, 1)
 
 
 def _check_xy(X, Y):
-    """Validate X (n, p) and Y (k, p); return them and the result dtype."""
+    """Validate X (n, p) and Y (k, p); return them, the result dtype and the backend module.
+
+    CuPy arrays in take the family's "cuda" module (the reference's code on the
+    GPU), anything else its "numpy" module."""
     X = np.asarray(X) if not hasattr(X, "__cuda_array_interface__") else X
     Y = np.asarray(Y) if not hasattr(Y, "__cuda_array_interface__") else Y
     out = np.float32 if (getattr(X, "dtype", None) == np.float32
@@ -36,10 +39,10 @@ def _check_xy(X, Y):
         if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
             raise ValueError(f"`Y` must be an array of shape (k, {X.shape[-1]}) matching "
                              f"`X`; got shapes {X.shape} and {Y.shape}.")
-        return X, Y, out, cupy
+        return X, Y, out, KERNELS.module("cuda")
     X = check_array("X", X, ndim=2)
     Y = check_array("Y", Y, shape=(None, X.shape[1]))
-    return X, Y, out, np
+    return X, Y, out, KERNELS.module("numpy")
 
 
 def kernel_need(X, Y, per_entry, what):
@@ -51,10 +54,10 @@ def kernel_need(X, Y, per_entry, what):
 
 
 def _kernels(X, Y):
-    X, Y, out, xp = _check_xy(X, Y)
-    if xp is np:       # the three kernels, the cosines, angles and their temporaries, float64
+    X, Y, out, ops = _check_xy(X, Y)
+    if ops.xp is np:    # in host memory: the kernels, cosines, angles and temporaries, float64
         check_fits([kernel_need(X, Y, 96, "the kernels and their float64 temporaries")])
-    return [k.astype(out, copy=False) for k in _reference.arccos_kernels(X, Y, xp)]
+    return [k.astype(out, copy=False) for k in ops.arccos_kernels(X, Y)]
 
 
 def arccos(X, Y, order=1):

@@ -32,37 +32,27 @@ test sets that ``fastsd.train`` draws from the same seed, so it is the
 infinite-width twin of a trained network; "regression" is weighted kernel
 ridge(less) regression on labels +-1.
 
-Cost independent of d
----------------------
-Training pairs are x = (z_u; z_v), so x.x' = G[u, u'] + G[v, v'] and
-|x|^2 = G[u, u] + G[v, v] with G = S S^T the L x L symbol Gram matrix. The
-only O(d) work is G (one L x L x d GEMM) and the dot products of the test
-items with the L symbols (n_test x L x d); no n x n x d array is ever built.
-Symbols are the task's own (``task.symbols``), test pairs come from
-``task.sample_test``, so a lazy result and a trained network on the same task
-see the same training symbols.
-
-Solvers and memory
+How it is computed
 ------------------
-"dense" stores the P x P kernel (8 P^2 bytes) and uses a Cholesky solve;
-"cg" is matrix-free (O(P) memory, O(P^2) kernel evaluations per product,
-Jacobi-preconditioned conjugate gradients). A dense request that would not
-fit in ``max_bytes`` raises ``SolveTooLargeError`` with the size before
-allocating anything. Beyond what either can do, pass ``pairs=n`` to train on a
-sample of n pairs (half same, half different, without replacement); the
-sampling is stated in the result.
+``lazy_limit`` validates, wires and records; the work is done by
 
-Regularisation
---------------
-Regression solves (W^1/2 K W^1/2 + lam I) z = W^1/2 y, c = W^1/2 z, with
-lam = ``ridge`` times the mean diagonal of W^1/2 K W^1/2. Should the
-Cholesky factorisation fail (duplicate pairs with ridge = 0, a numerically
-singular Gram), lam is raised tenfold from 1e-12 of that mean until it
-succeeds; the matrix-free CG uses lam >= 1e-12 of that mean. The lam used
-is recorded in ``solver_info["jitter"]``. Duplicate pairs and numerically
-equal symbols thus give finite results.
+- ``fastsd.kernels.pairs``: the training pairs (all, a balanced sample, or
+  given), their class weights, and the pair kernel from the L x L symbol Gram
+  G = S S^T (x.x' = G[u, u'] + G[v, v'], so nothing costs O(d) but G and the
+  test items' dot products with the symbols); symbols are the task's own
+  (``task.symbols``), test pairs come from ``task.sample_test``, so a lazy
+  result and a trained network on the same task see the same symbols;
+- ``fastsd.kernels.solvers``: how the P x P kernel is held and the regression
+  solved ("dense": stored, 8 P^2 bytes, Cholesky; "cg": matrix-free, O(P)
+  memory, Jacobi-preconditioned CG), "auto"'s choice, and the jitter that
+  keeps duplicate pairs and numerically equal symbols finite. A request that
+  would not fit in ``max_bytes`` raises ``SolveTooLargeError`` with the size
+  before allocating anything; beyond what any solver can do, pass ``pairs=n``
+  to train on a sample of n pairs (stated in the result);
+- ``fastsd.kernels.dynamics``: regression, the RK4 flow and kernel SGD;
+- ``fastsd.kernels.backend``: the backend modules ("numpy", "cpu", "cuda")
+  that compute the pair kernel.
 """
-import contextlib
 import json
 import math
 import time
@@ -70,42 +60,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__, _numerics, _progress
-from .._dispatch import resolve_backend
+from .. import __version__
 from .._json import strict_json
-from .._memory import Need, check_fits, default_max_bytes, fmt_bytes
+from .._memory import Need, check_fits, default_max_bytes
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
-from ..exceptions import SizeTooLargeError
 from ..tasks.base import Task
-from . import _reference
+from . import dynamics
+from .backend import KERNELS
+from .pairs import Logits, PairKernel, accuracy, choose_pairs, class_weights, count_pairs
+from .solvers import CG_MAX_PAIRS, SOLVERS, SolveSize, SolveTooLargeError, choose_solver
+
+#: CG_MAX_PAIRS and SolveTooLargeError are the solvers', re-exported with the entry point.
+__all__ = ["CG_MAX_PAIRS", "LazyResult", "SolveTooLargeError", "lazy_cell", "lazy_limit"]
 
 METHODS = ("regression", "logistic_flow", "logistic_sgd")
-SOLVERS = ("auto", "dense", "cg")
-#: Above this many training pairs the matrix-free solver (O(P^2) kernel
-#: evaluations per product) is refused by solver="auto" as too slow.
-CG_MAX_PAIRS = 1 << 17
-_BLOCK_BYTES = 64 << 20
-_PAIR_TAG = 3001
-
-
-class SolveTooLargeError(SizeTooLargeError):
-    """A requested exact solve would not fit in memory (or time); raised before allocating."""
-
-
-def _one_blas_thread():
-    """Limit BLAS to one thread where threadpoolctl is installed.
-
-    The iterative solvers make thousands of memory-bound matrix-vector
-    products; OpenBLAS's two-thread gemv measured 10x slower than one thread
-    on a loaded 2-core machine.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 @dataclass(eq=False)
@@ -132,7 +102,7 @@ class LazyResult:
     pair_selection : str
         How the pairs were chosen ("all ordered pairs", "sampled ...", "given").
     solver : str
-        "dense" or "cg" (or "dense"/"rows" for the kernel store of the flows).
+        The solver's name, "dense" or "cg" (the flows use its kernel store too).
     solver_info : dict
         Ridge and jitter used, CG iterations and relative residual, step size
         of the flow, bytes of the kernel matrix.
@@ -179,202 +149,6 @@ class LazyResult:
         return rec
 
 
-# -- kernel operators ---------------------------------------------------------
-class _Ops:
-    """Pair-kernel products on one backend: "numpy", "cpu" (Numba) or "cuda" (CuPy)."""
-
-    def __init__(self, backend):
-        self.backend = backend
-        if backend == "cuda":
-            import cupy
-            self.xp = cupy
-        else:
-            self.xp = np
-        if backend == "cpu":
-            from . import _cpu
-            self._cpu = _cpu
-
-    def asarray(self, a, dtype=None):
-        return self.xp.asarray(a, dtype=dtype)
-
-    def block(self, T1, r1, T2, r2, rn2, c1, c2, cn2):
-        """Kernel rows for (r1, r2) against columns (c1, c2), shape (len(r1), len(c1))."""
-        if self.backend == "cpu":
-            out = np.empty((len(r1), len(c1)))
-            self._cpu.pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, out)
-            return out
-        return _reference.pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2, self.xp)
-
-    def matvec(self, T1, r1, T2, r2, rn2, c1, c2, cn2, V):
-        """K @ V for V of shape (k,) or (k, r), without storing K (blocks of rows)."""
-        V2 = V.reshape(len(c1), -1)
-        if self.backend == "cpu":
-            out = np.empty((len(r1), V2.shape[1]))
-            self._cpu.pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2,
-                                      np.ascontiguousarray(V2), out)
-        else:
-            rows = max(1, _BLOCK_BYTES // (8 * max(1, len(c1))))
-            out = self.xp.concatenate([
-                self.block(T1, r1[s:s + rows], T2, r2[s:s + rows], rn2[s:s + rows],
-                           c1, c2, cn2) @ V2
-                for s in range(0, len(r1), rows)])
-        return out.reshape((len(r1),) + V.shape[1:])
-
-
-class _TrainKernel:
-    """The P x P training kernel, stored ("dense") or applied on the fly ("cg")."""
-
-    def __init__(self, ops, G, u, v, dense):
-        self.ops, self.G, self.u, self.v = ops, G, u, v
-        self.n2 = G[u, u] + G[v, v]
-        self.K = ops.block(G, u, G, v, self.n2, u, v, self.n2) if dense else None
-
-    def __matmul__(self, V):
-        if self.K is not None:
-            return self.K @ V
-        return self.ops.matvec(self.G, self.u, self.G, self.v, self.n2, self.u, self.v,
-                               self.n2, V)
-
-    def rows(self, idx):
-        if self.K is not None:
-            return self.K[idx]
-        return self.ops.block(self.G, self.u[idx], self.G, self.v[idx], self.n2[idx],
-                              self.u, self.v, self.n2)
-
-
-class _Tester:
-    """Logits at test pairs x = (t1; t2): K_test @ c from the test items' symbol dot products."""
-
-    def __init__(self, ops, task, S, train, x):
-        xp = ops.xp
-        d = task.d
-        x = ops.asarray(x, xp.float64)
-        t1, t2 = x[:, :d], x[:, d:]
-        self.T1, self.T2 = t1 @ S.T, t2 @ S.T
-        self.n2 = xp.sum(t1 * t1, axis=1) + xp.sum(t2 * t2, axis=1)
-        self.r = xp.arange(x.shape[0])
-        self.ops, self.train = ops, train
-
-    def logits(self, c):
-        tr = self.train
-        return self.ops.matvec(self.T1, self.r, self.T2, self.r, self.n2, tr.u, tr.v, tr.n2, c)
-
-
-# -- training pairs -----------------------------------------------------------
-def _count_pairs(L, pairs):
-    """Validate ``pairs`` (see ``lazy_limit``) and return how many training pairs it gives."""
-    if isinstance(pairs, str):
-        check_choice("pairs", pairs, ("all",))
-        return L * L
-    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, (bool, np.bool_)):
-        return check_int("pairs", pairs, minimum=2, maximum=L * L)
-    arr = np.asarray(pairs)
-    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1 or arr.dtype.kind not in "iu":
-        raise ValueError(f"`pairs` must be 'all', an integer number of pairs, or an integer "
-                         f"array of shape (P, 2); got {pairs!r:.80}.")
-    if arr.min() < 0 or arr.max() >= L:
-        raise ValueError(f"`pairs` must hold symbol indices in [0, {L - 1}]; got values in "
-                         f"[{arr.min()}, {arr.max()}].")
-    return arr.shape[0]
-
-
-def _choose_pairs(L, pairs, seed):
-    """Return u, v (int64), and a description of how they were chosen (``pairs`` validated)."""
-    if isinstance(pairs, str):
-        u, v = np.divmod(np.arange(L * L, dtype=np.int64), L)
-        return u, v, "all ordered pairs"
-    if isinstance(pairs, (int, np.integer)):
-        n = int(pairs)
-        ss = seed_sequence(seed)
-        rng = np.random.default_rng(np.random.SeedSequence(
-            ss.entropy, spawn_key=ss.spawn_key + (_PAIR_TAG,)))
-        n_same = min(n // 2, L)
-        n_diff = n - n_same
-        same = rng.choice(L, size=n_same, replace=False)
-        # different pair k in 0..L(L-1)-1 -> (u, v), v != u
-        k = rng.choice(L * (L - 1), size=n_diff, replace=False)
-        du, off = np.divmod(k, L - 1)
-        dv = np.where(off >= du, off + 1, off)
-        u = np.concatenate([same, du]).astype(np.int64)
-        v = np.concatenate([same, dv]).astype(np.int64)
-        return u, v, (f"sampled: {n_same} distinct same pairs and {n_diff} distinct ordered "
-                      f"different pairs, uniformly without replacement (seed {ss.entropy}, "
-                      f"spawn key {ss.spawn_key + (_PAIR_TAG,)})")
-    arr = np.asarray(pairs)
-    return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), "given"
-
-
-def _class_weights(same):
-    """Half the weight on same pairs, half on different, uniform within each class."""
-    n_same = int(same.sum())
-    n_diff = len(same) - n_same
-    w_same = 0.5 / n_same if n_diff else 1.0 / n_same if n_same else 0.0
-    w_diff = (0.5 if n_same else 1.0) / n_diff if n_diff else 0.0
-    return np.where(same, w_same, w_diff)
-
-
-# -- solvers ------------------------------------------------------------------
-def _cholesky_solve(A, b, lam0, xp):
-    """Solve (A + lam I) z = b by Cholesky, raising lam tenfold from lam0 on failure."""
-    mean_diag = float(xp.mean(xp.diag(A)))
-    lam = lam0
-    floor = 1e-12 * mean_diag
-    eye = xp.eye(A.shape[0])
-    while True:
-        try:
-            if xp is np:
-                import scipy.linalg
-                cf = scipy.linalg.cho_factor(A + lam * eye, lower=True, check_finite=False)
-                return scipy.linalg.cho_solve(cf, b, check_finite=False), lam
-            Lc = xp.linalg.cholesky(A + lam * eye)
-            if not bool(xp.all(xp.isfinite(Lc))):
-                raise np.linalg.LinAlgError("not positive definite")
-            import cupyx.scipy.linalg as cla
-            y = cla.solve_triangular(Lc, b, lower=True)
-            return cla.solve_triangular(Lc.T, y, lower=False), lam
-        except np.linalg.LinAlgError:
-            lam = max(10.0 * lam, floor)
-            if lam > mean_diag:
-                raise
-
-
-def _cg(apply, b, diag, tol, maxiter, xp):
-    """Jacobi-preconditioned conjugate gradients; returns z, iterations, relative residual."""
-    z = xp.zeros_like(b)
-    r = b.copy()
-    bnorm = float(xp.linalg.norm(b)) or 1.0
-    s = r / diag
-    p = s.copy()
-    rs = float(r @ s)
-    it = 0
-    res = float(xp.linalg.norm(r)) / bnorm
-    while it < maxiter and res > tol:
-        Ap = apply(p)
-        alpha = rs / float(p @ Ap)
-        z += alpha * p
-        r -= alpha * Ap
-        s = r / diag
-        rs_new = float(r @ s)
-        p = s + (rs_new / rs) * p
-        rs = rs_new
-        it += 1
-        res = float(xp.linalg.norm(r)) / bnorm
-    return z, it, res
-
-
-def _lambda_max(Kop, sw, xp, iters=30):
-    """Largest eigenvalue of W^1/2 K W^1/2 by power iteration (times 1.05 for safety)."""
-    rng = np.random.default_rng(0)
-    q = xp.asarray(rng.random(len(sw)) + 0.5)
-    lam = 0.0
-    for _ in range(iters):
-        q = sw * (Kop @ (sw * q))
-        lam = float(xp.linalg.norm(q))
-        q = q / lam
-    return 1.05 * lam
-
-
-# -- public -------------------------------------------------------------------
 def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1024, test_x=None,
                ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None, steps=25000,
                alpha0=None, eval_every=1000, batch_size=128, backend="auto", progress=False):
@@ -475,7 +249,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         raise ValueError(f"`task` must be noise-free (sigma2 = 0) for the lazy limit, whose "
                          f"training inputs are the fixed symbols; got sigma2={task.sigma2!r}.")
     check_choice("method", method, METHODS)
-    check_choice("solver", solver, SOLVERS)
+    check_choice("solver", solver, ("auto",) + tuple(SOLVERS))
     check_seed("seed", seed)
     if isinstance(seed, np.random.Generator):
         raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None, so that the "
@@ -496,69 +270,45 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if method == "logistic_sgd" and not (isinstance(pairs, str) and pairs == "all"):
         raise ValueError(f"`pairs` must be 'all' with method 'logistic_sgd' (the network "
                          f"samples from all pairs); got {pairs!r:.80}.")
-    backend = resolve_backend(backend, needs_cupy=True)
-    ops = _Ops(backend)
-    xp = ops.xp
+    backend, ops = KERNELS.load(backend)
 
     L = task.L
-    P = _count_pairs(L, pairs)
+    P = count_pairs(L, pairs)
     maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
-    dense_bytes = 8 * P * P
-    if solver == "dense" and dense_bytes > max_bytes:
-        raise SolveTooLargeError(
-            f"an exact dense solve over P = {P} training pairs needs {fmt_bytes(dense_bytes)} "
-            f"for the P x P float64 kernel, more than `max_bytes` = {fmt_bytes(max_bytes)}; use "
-            f"solver='cg' (matrix-free), pairs=<n> to sample n pairs, or raise `max_bytes`.")
-    if solver == "auto":
-        solver = "dense" if dense_bytes <= max_bytes else "cg"
-        if solver == "cg" and P > CG_MAX_PAIRS:
-            raise SolveTooLargeError(
-                f"P = {P} training pairs is too many for an exact solve: the dense kernel "
-                f"needs {fmt_bytes(dense_bytes)} (`max_bytes` = {fmt_bytes(max_bytes)}) and a "
-                f"matrix-free product costs P^2 = {P * P:.2e} kernel evaluations; use "
-                f"pairs=<n> to sample n pairs, or solver='cg' to insist.")
+    solver_cls = choose_solver(solver, SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str),
+                                                 max_bytes=max_bytes))
     check_fits(_needs(task, method, pairs, P, n_test, test_x, min(eval_every, steps),
                       batch_size))
-    u, v, selection = _choose_pairs(L, pairs, seed)
+    u, v, selection = choose_pairs(L, pairs, seed)
 
-    S = ops.asarray(task.symbols, xp.float64)
-    G = S @ S.T
+    kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v)
+    op = solver_cls(kernel)
     same = u == v
-    w = _class_weights(same)
-    y01 = same.astype(np.float64)
-    u_d, v_d = ops.asarray(u), ops.asarray(v)
-    Kop = _TrainKernel(ops, G, u_d, v_d, dense=solver == "dense")
-    w_d, y_d = ops.asarray(w), ops.asarray(y01)
-    info = {"kernel_bytes": dense_bytes if solver == "dense" else 0}
+    w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
+    info = op.record()
     history = {}
-
     if method == "regression":
-        sw = xp.sqrt(w_d)
-        b = sw * (2.0 * y_d - 1.0)
-        lam = ridge * float(xp.sum(w_d * Kop.n2)) / P
-        info["ridge"] = ridge
-        if solver == "dense":
-            z, lam = _cholesky_solve(sw[:, None] * Kop.K * sw[None, :], b, lam, xp)
-            info["jitter"] = lam
-        else:
-            lam = lam if lam > 0 else 1e-12 * float(xp.sum(w_d * Kop.n2)) / P
-            with _one_blas_thread():
-                z, it, res = _cg(lambda q: sw * (Kop @ (sw * q)) + lam * q, b,
-                                 w_d * Kop.n2 + lam, tol, maxiter, xp)
-            info.update(jitter=lam, cg_iterations=it, cg_relative_residual=res)
-        c = sw * z
-        xt, yt = task.sample_test(n_test, seed)
-        acc = float(np.mean((_to_host(_Tester(ops, task, S, Kop, xt).logits(c)) > 0)
-                            == (yt > 0.5)))
-        best = acc
+        c, solved = dynamics.regression(op, w, y, ridge=ridge, tol=tol, maxiter=maxiter)
+        info.update(solved)
+        acc = best = accuracy(kernel, c, *task.sample_test(n_test, seed))
     else:
-        with _one_blas_thread():
-            c, history = _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps,
-                                   eval_every, batch_size, alpha0, n_test, info, progress)
+        streams = train_streams(seed)
+
+        def evaluate(c):
+            return accuracy(kernel, c, *task.sample_test(n_test, streams["test"]))
+
+        flow = dict(steps=steps, eval_every=eval_every, progress=progress)
+        if method == "logistic_flow":
+            c, history, flown = dynamics.logistic_flow(op, w, y, evaluate, alpha0=alpha0, **flow)
+            info.update(flown)
+        else:
+            def draw(n):
+                bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
+                return bu.astype(np.int64) * L + bv, by
+
+            c, history = dynamics.logistic_sgd(op, draw, evaluate, lr=alpha0 / batch_size, **flow)
         acc, best = history["test_accuracy"][-1], max(history["test_accuracy"])
-    preds = None
-    if test_x is not None:
-        preds = _to_host(_Tester(ops, task, S, Kop, test_x).logits(c))
+    preds = None if test_x is None else Logits(kernel, test_x).logits(c)
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               "task_seed_entropy": int(task.seed_entropy), "seed": recorded_seed(seed),
               "backend": backend, "ridge": ridge, "tol": tol, "steps": steps,
@@ -571,7 +321,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         method=method, test_accuracy=acc,
         test_accuracy_se=math.sqrt(acc * (1.0 - acc) / n_test), best_test_accuracy=best,
         n_test=n_test, n_train_pairs=P, n_same=int(same.sum()), n_diff=int(P - same.sum()),
-        pair_selection=selection, solver=solver, solver_info=info, history=history,
+        pair_selection=selection, solver=solver_cls.name, solver_info=info, history=history,
         predictions=preds, config=config, wall_time=time.perf_counter() - start)
 
 
@@ -596,78 +346,6 @@ def _needs(task, method, pairs, P, n_test, test_x, chunk, batch_size):
         needs.append(Need(48 * chunk * batch_size, f"the SGD batches ({chunk} steps x "
                           f"{batch_size} pairs)", "batch_size", batch_size))
     return needs
-
-
-def _dynamics(method, ops, task, S, Kop, w_d, y_d, seed, steps, eval_every, batch_size, alpha0,
-              n_test, info, progress):
-    """Run logistic_flow (RK4) or logistic_sgd; return c and the history."""
-
-    xp = ops.xp
-    streams = train_streams(seed)
-    c = xp.zeros(len(w_d))
-    hist = {"step": [], "test_accuracy": [], "train_loss": []}
-    if method == "logistic_flow":
-        # the Jacobian of the flow has eigenvalues in [-alpha0 lambda_max / 4, 0]
-        # (sigmoid' <= 1/4); RK4 steps h = 1/(2 mu) keep h |eigenvalue| <= 1/2
-        lam_max = _lambda_max(Kop, xp.sqrt(w_d), xp)
-        mu = 2.0 * alpha0 * lam_max / 4.0
-        info.update(rk4_substeps_per_eval=max(1, math.ceil(eval_every * mu)),
-                    lambda_max=lam_max)
-
-        def rhs(cc):
-            return -alpha0 * w_d * (_numerics.sigmoid(Kop @ cc, xp) - y_d)
-    # a context manager, so that the bar is closed before an interrupt is reported
-    with _progress.bar(progress, total=steps, unit="step",
-                       desc=f"lazy limit, {method.replace('_', ' ')}") as bar:
-        t = 0
-        while t < steps:
-            n = min(eval_every, steps - t)
-            if method == "logistic_flow":
-                n_sub = max(1, math.ceil(n * mu))
-                h = n / n_sub
-                for _ in range(n_sub):
-                    k1 = rhs(c)
-                    k2 = rhs(c + 0.5 * h * k1)
-                    k3 = rhs(c + 0.5 * h * k2)
-                    k4 = rhs(c + h * k3)
-                    c = c + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
-                loss = float(xp.sum(w_d * _numerics.bce(Kop @ c, y_d, xp)))
-            else:
-                bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
-                c, loss = _kernel_sgd(ops, Kop, c, bu.astype(np.int64) * task.L + bv, by,
-                                      alpha0 / batch_size)
-            t += n
-            xt, yt = task.sample_test(n_test, streams["test"])
-            f = _to_host(_Tester(ops, task, S, Kop, xt).logits(c))
-            hist["step"].append(t)
-            hist["test_accuracy"].append(float(np.mean((f > 0) == (yt > 0.5))))
-            hist["train_loss"].append(loss)
-            bar.update(n)
-    return c, hist
-
-
-def _kernel_sgd(ops, Kop, c, idx, y, lr):
-    """Kernel SGD over the steps of one evaluation chunk; returns c and the mean batch BCE."""
-    if ops.backend == "cpu" and Kop.K is not None:
-        loss = np.zeros(idx.shape[0])
-        ops._cpu.kernel_sgd(Kop.K, idx, y, lr, c, loss)
-        return c, float(loss.mean())
-    xp = ops.xp
-    total = 0.0
-    for t in range(idx.shape[0]):
-        it, yt = ops.asarray(idx[t]), ops.asarray(y[t])
-        f = Kop.rows(it) @ c
-        total += float(xp.mean(_numerics.bce(f, yt, xp)))
-        if xp is np:
-            np.add.at(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
-        else:
-            import cupyx
-            cupyx.scatter_add(c, it, -lr * (_numerics.sigmoid(f, xp) - yt))
-    return c, total / idx.shape[0]
-
-
-def _to_host(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):

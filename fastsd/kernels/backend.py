@@ -1,0 +1,45 @@
+"""The kernels family's backends: one interface, three modules, one chooser.
+
+``KERNELS`` is the family (``fastsd._dispatch.register_family``). Backend b
+lives in ``fastsd.kernels._reference`` ("numpy", the float64 truth),
+``_cpu`` (Numba) or ``_cuda`` (CuPy: the reference's own array code on the
+GPU). ``KERNELS.load(backend)`` resolves "auto" and checks availability
+(``resolve_backend``, "cuda" needing CuPy) and returns (name, module);
+``arccos``/``nngp``/``ntk`` take "cuda" for CuPy inputs and "numpy" for the
+rest through ``KERNELS.module``. Nothing else in ``fastsd.kernels`` branches
+on the backend.
+
+Interface: every backend module defines these names, with the same signatures
+(tests/test_kernels_backends.py checks both, and each backend's values against
+the reference's):
+
+``xp``
+    The array module of the backend's arrays (numpy, or cupy).
+``arccos_kernels(X, Y)``
+    (k0, k1, ntk) between the rows of X (n, p) and Y (k, p), float64 (n, k).
+``pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2)``
+    The (n, k) NTK block between row pairs and column pairs given by their
+    symbol dot-product tables (T1[r1[i], c1[j]] + T2[r2[i], c2[j]] = x_i . x_j)
+    and squared norms.
+``pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V)``
+    That block times V (k, r), (n, r), without storing the block.
+``kernel_sgd(op, c, idx, y, lr)``
+    Kernel SGD over the (steps, batch) pair indices ``idx`` with labels ``y``
+    on the training kernel ``op`` (a ``fastsd.kernels.solvers.Solver``),
+    updating c in place; returns (c, mean batch BCE).
+``cho_solve(A, b)``
+    A^-1 b by Cholesky; ``numpy.linalg.LinAlgError`` unless A is positive definite.
+``to_host(a)``
+    ``a`` as a NumPy array.
+
+A backend is one module defining these names, named as in every family
+(``fastsd._dispatch.BACKEND_MODULES``); the interface tuple below is the one
+list to extend when a solver or the dynamics need a new primitive.
+"""
+from .._dispatch import register_family
+
+INTERFACE = ("xp", "arccos_kernels", "pair_ntk", "pair_ntk_matvec", "kernel_sgd", "cho_solve",
+             "to_host")
+
+#: The kernels family; "cuda" needs CuPy (the reference's code on CuPy arrays).
+KERNELS = register_family("kernels", "fastsd.kernels", INTERFACE, needs_cupy=True)

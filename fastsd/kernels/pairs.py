@@ -1,0 +1,223 @@
+"""The lazy limit's training pairs and the pair kernel on them, built from the symbol Gram.
+
+Training pairs are x = (z_u; z_v), so x.x' = G[u, u'] + G[v, v'] and
+|x|^2 = G[u, u] + G[v, v] with G = S S^T the L x L symbol Gram matrix. The
+only O(d) work is G (one L x L x d GEMM) and the dot products of the test
+items with the L symbols (n_test x L x d); no n x n x d array is ever built.
+
+- ``count_pairs``, ``choose_pairs``: which (u, v) pairs train ("all", a
+  balanced sample, or given), and how many;
+- ``class_weights``: half the weight on same pairs, half on different;
+- ``PairKernel``: the P x P training kernel ntk(x_p, x_q) on one backend, as a
+  whole matrix, as rows, or applied to vectors without storing it (what the
+  solvers of ``fastsd.kernels.solvers`` build on);
+- ``Logits``, ``accuracy``: logits f~(x) = sum_q c_q ntk(x, x_q) at test
+  pairs, and their accuracy.
+"""
+import numpy as np
+
+from .._rng import seed_sequence
+from .._validation import check_choice, check_int
+
+#: Spawn-key tag of the pair sample's stream (distinct from ``train``'s streams).
+_PAIR_TAG = 3001
+
+
+def count_pairs(L, pairs):
+    """Validate ``pairs`` and return how many training pairs it gives.
+
+    Parameters
+    ----------
+    L : int
+        Number of symbols.
+    pairs : "all", int or int array of shape (P, 2)
+        As ``lazy_limit``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        For another string, an int outside [2, L^2], or an array that is not
+        integer (P, 2) with entries in [0, L).
+    """
+    if isinstance(pairs, str):
+        check_choice("pairs", pairs, ("all",))
+        return L * L
+    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, (bool, np.bool_)):
+        return check_int("pairs", pairs, minimum=2, maximum=L * L)
+    arr = np.asarray(pairs)
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"`pairs` must be 'all', an integer number of pairs, or an integer "
+                         f"array of shape (P, 2); got {pairs!r:.80}.")
+    if arr.min() < 0 or arr.max() >= L:
+        raise ValueError(f"`pairs` must hold symbol indices in [0, {L - 1}]; got values in "
+                         f"[{arr.min()}, {arr.max()}].")
+    return arr.shape[0]
+
+
+def choose_pairs(L, pairs, seed):
+    """The training pairs' symbols u, v and how they were chosen.
+
+    Parameters
+    ----------
+    L : int
+    pairs : "all", int or int array of shape (P, 2)
+        Validated by ``count_pairs``. "all": the L^2 ordered pairs. n: min(n // 2,
+        L) distinct same pairs and the rest distinct ordered different pairs,
+        uniformly without replacement. An array: these pairs.
+    seed : int, SeedSequence or None
+        Seeds the sample (a stream of its own, spawn key tagged 3001).
+
+    Returns
+    -------
+    u, v : int64 ndarrays (P,)
+    selection : str
+        "all ordered pairs", "sampled: ..." (with the seed) or "given".
+    """
+    if isinstance(pairs, str):
+        u, v = np.divmod(np.arange(L * L, dtype=np.int64), L)
+        return u, v, "all ordered pairs"
+    if isinstance(pairs, (int, np.integer)):
+        n = int(pairs)
+        ss = seed_sequence(seed)
+        rng = np.random.default_rng(np.random.SeedSequence(
+            ss.entropy, spawn_key=ss.spawn_key + (_PAIR_TAG,)))
+        n_same = min(n // 2, L)
+        n_diff = n - n_same
+        same = rng.choice(L, size=n_same, replace=False)
+        # different pair k in 0..L(L-1)-1 -> (u, v), v != u
+        k = rng.choice(L * (L - 1), size=n_diff, replace=False)
+        du, off = np.divmod(k, L - 1)
+        dv = np.where(off >= du, off + 1, off)
+        u = np.concatenate([same, du]).astype(np.int64)
+        v = np.concatenate([same, dv]).astype(np.int64)
+        return u, v, (f"sampled: {n_same} distinct same pairs and {n_diff} distinct ordered "
+                      f"different pairs, uniformly without replacement (seed {ss.entropy}, "
+                      f"spawn key {ss.spawn_key + (_PAIR_TAG,)})")
+    arr = np.asarray(pairs)
+    return arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64), "given"
+
+
+def class_weights(same):
+    """Half the weight on same pairs, half on different, uniform within each class.
+
+    Parameters
+    ----------
+    same : bool ndarray (P,)
+
+    Returns
+    -------
+    ndarray (P,), float64
+        Summing to 1; all on one class when the other is absent.
+    """
+    n_same = int(same.sum())
+    n_diff = len(same) - n_same
+    w_same = 0.5 / n_same if n_diff else 1.0 / n_same if n_same else 0.0
+    w_diff = (0.5 if n_same else 1.0) / n_diff if n_diff else 0.0
+    return np.where(same, w_same, w_diff)
+
+
+class PairKernel:
+    """ntk between the training pairs (u, v), from the symbol Gram, on one backend.
+
+    Parameters
+    ----------
+    backend : module
+        A kernels backend module (``fastsd.kernels.backend``).
+    S : array (L, d), float64
+        The symbols, as an array of the backend.
+    u, v : int64 ndarrays (P,)
+        The training pairs' symbols.
+
+    Attributes
+    ----------
+    backend, xp : modules
+    S, G : arrays (L, d), (L, L)
+        Symbols and their Gram matrix.
+    u, v : int arrays (P,), of the backend
+    n2 : array (P,)
+        Squared norms |x_p|^2 = G[u, u] + G[v, v], the kernel's diagonal.
+    """
+
+    def __init__(self, backend, S, u, v):
+        xp = backend.xp
+        self.backend, self.xp, self.S = backend, xp, S
+        self.G = G = S @ S.T
+        self.u, self.v = u, v = xp.asarray(u), xp.asarray(v)
+        self.n2 = G[u, u] + G[v, v]
+
+    def __len__(self):
+        return len(self.n2)
+
+    def matrix(self):
+        """The whole P x P kernel (8 P^2 bytes)."""
+        return self.rows(slice(None))
+
+    def rows(self, idx):
+        """Kernel rows of the pairs ``idx`` (an index array or slice), shape (len(idx), P)."""
+        G = self.G
+        return self.backend.pair_ntk(G, self.u[idx], G, self.v[idx], self.n2[idx],
+                                     self.u, self.v, self.n2)
+
+    def matvec(self, V):
+        """K @ V for V of shape (P,) or (P, r), without storing K."""
+        G = self.G
+        return self.apply(G, self.u, G, self.v, self.n2, V)
+
+    def apply(self, T1, r1, T2, r2, rn2, V):
+        """(kernel of the given rows against the training pairs) @ V, without storing it.
+
+        Rows i have x_i . x_q = T1[r1[i], u_q] + T2[r2[i], v_q] and |x_i|^2 = rn2[i]
+        (``pair_ntk``); V is (P,) or (P, r), the result (n,) or (n, r).
+        """
+        V2 = V.reshape(len(self), -1)
+        out = self.backend.pair_ntk_matvec(T1, r1, T2, r2, rn2, self.u, self.v, self.n2, V2)
+        return out.reshape((len(r1),) + V.shape[1:])
+
+
+class Logits:
+    """Logits at test pairs x = (t1; t2) from the test items' dot products with the symbols.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+    x : array_like (n, 2d)
+        Test pairs.
+    """
+
+    def __init__(self, kernel, x):
+        xp = kernel.xp
+        d = kernel.S.shape[1]
+        x = xp.asarray(x, xp.float64)
+        t1, t2 = x[:, :d], x[:, d:]
+        self.T1, self.T2 = t1 @ kernel.S.T, t2 @ kernel.S.T
+        self.n2 = xp.sum(t1 * t1, axis=1) + xp.sum(t2 * t2, axis=1)
+        self.r = xp.arange(x.shape[0])
+        self.kernel = kernel
+
+    def logits(self, c):
+        """f~(x) = sum_q c_q ntk(x, x_q) at the test pairs, a NumPy array (n,)."""
+        k = self.kernel
+        return k.backend.to_host(k.apply(self.T1, self.r, self.T2, self.r, self.n2, c))
+
+
+def accuracy(kernel, c, x, y):
+    """Accuracy of the logits sum_q c_q ntk(x, x_q) on test pairs ``x`` with labels ``y``.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+    c : array (P,)
+        Coefficients over the training pairs.
+    x : ndarray (n, 2d)
+    y : ndarray (n,)
+        Labels in {0, 1}.
+
+    Returns
+    -------
+    float
+    """
+    return float(np.mean((Logits(kernel, x).logits(c) > 0) == (y > 0.5)))

@@ -1,0 +1,350 @@
+"""Solvers of the lazy limit: how the P x P pair kernel is held, applied and solved.
+
+A solver wraps a ``fastsd.kernels.pairs.PairKernel`` and is the training-kernel
+operator the dynamics (``fastsd.kernels.dynamics``) and the backends'
+``kernel_sgd`` work with. ``choose_solver`` picks one by name from ``SOLVERS``
+or, for "auto", by the rule below.
+
+The interface (``Solver``)
+--------------------------
+Class attributes and methods, used before anything is allocated:
+
+``name`` : str
+    The ``solver=`` value it answers to (set by ``register_solver``).
+``auto_rank`` : int
+    Its place in solver="auto"'s order of preference, lower first (set by
+    ``register_solver``).
+``memory_bytes(P)``
+    Bytes it stores for P training pairs, beyond O(P) vectors (recorded as
+    ``solver_info["kernel_bytes"]``).
+``refusal(size)``
+    Why it cannot take the problem ``size`` (a ``SolveSize``) when asked for
+    by name, as a whole error message, or None when it can.
+``auto_refusal(size)``
+    Why solver="auto" passes it over, as a phrase ("the dense kernel needs
+    ..."), or None when "auto" may take it.
+
+An instance, ``cls(kernel)``, builds what it stores and provides:
+
+``op.kernel``, ``op.xp``
+    The ``PairKernel`` it was built on (its backend module, the symbol Gram G,
+    the pairs u, v and norms n2: what a structured solver reads) and the
+    backend's array module.
+``op @ V``
+    K @ V for V of shape (P,) or (P, r) (the flows' products, power iteration).
+``op.rows(idx)``
+    K[idx], shape (len(idx), P) (kernel SGD's batch rows).
+``op.diagonal``
+    The kernel's diagonal, |x_p|^2 (P,), a backend array (ridge scale, preconditioner).
+``op.matrix``
+    The stored P x P kernel, or None; a backend may run faster on it (``kernel_sgd``).
+``op.solve(w, b, lam, tol=, maxiter=)``
+    z with (W^1/2 K W^1/2 + lam I) z = b, W = diag(w), and a dict of what the
+    record should say about the solve (at least "jitter": the lam used).
+``op.record()``
+    The solver's part of ``solver_info`` before any solve ("kernel_bytes").
+
+The auto rule: the solver of lowest ``auto_rank`` whose ``auto_refusal`` is
+None; when all refuse, ``SolveTooLargeError`` with every reason. With "dense"
+(rank 0: stored, Cholesky) and "cg" (rank 1: matrix-free, Jacobi-
+preconditioned conjugate gradients) that is: "dense" when 8 P^2 bytes fit in
+``max_bytes``, else "cg" up to ``CG_MAX_PAIRS`` pairs.
+
+Adding a solver (issue 17's "kron"): one module defining a ``Solver`` subclass
+decorated with ``@register_solver("kron", auto_rank=...)``, and one line
+importing that module in ``fastsd/kernels/__init__.py`` (``from . import kron``,
+which registers it before any call can name it). ``lazy_limit`` and
+the dynamics use only the interface above; a solver that needs a new backend
+primitive adds its name to ``fastsd.kernels.backend.INTERFACE`` and to each
+backend module.
+
+Regularisation
+--------------
+Regression solves (W^1/2 K W^1/2 + lam I) z = W^1/2 y. "dense": should the
+Cholesky factorisation fail (duplicate pairs with ridge = 0, a numerically
+singular Gram), lam is raised tenfold from 1e-12 of the mean diagonal until it
+succeeds. "cg" uses lam >= 1e-12 of the mean diagonal of W^1/2 K W^1/2. The
+lam used is the "jitter" of the record.
+"""
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._memory import fmt_bytes
+from ..exceptions import SizeTooLargeError
+
+#: Above this many training pairs the matrix-free solver (O(P^2) kernel
+#: evaluations per product) is refused by solver="auto" as too slow.
+CG_MAX_PAIRS = 1 << 17
+
+
+class SolveTooLargeError(SizeTooLargeError):
+    """A requested exact solve would not fit in memory (or time); raised before allocating."""
+
+
+@dataclass(frozen=True)
+class SolveSize:
+    """What a solver is asked to handle, known before anything is allocated.
+
+    Attributes
+    ----------
+    P : int
+        Training pairs.
+    L : int
+        Symbols.
+    all_pairs : bool
+        Whether the pairs are all L^2 ordered pairs (pairs="all").
+    max_bytes : int
+        Memory allowed for what the solver stores.
+    """
+
+    P: int
+    L: int
+    all_pairs: bool
+    max_bytes: int
+
+
+#: Solver name -> class, filled by ``register_solver``.
+SOLVERS = {}
+
+
+def register_solver(name, *, auto_rank):
+    """Class decorator: make a ``Solver`` subclass available as ``solver=name``.
+
+    Parameters
+    ----------
+    name : str
+        A new name (not "auto"), set as the class's ``name``.
+    auto_rank : int
+        Its place in solver="auto"'s order of preference (lower first).
+
+    Raises
+    ------
+    ValueError
+        For a name already taken.
+    """
+    if name in SOLVERS or name == "auto":
+        raise ValueError(f"`name` must be a new solver name; {name!r} is taken.")
+
+    def register(cls):
+        cls.name, cls.auto_rank = name, auto_rank
+        SOLVERS[name] = cls
+        return cls
+    return register
+
+
+def choose_solver(name, size):
+    """The solver class for ``solver=name`` on a problem of ``size``.
+
+    Parameters
+    ----------
+    name : str
+        "auto" or a name in ``SOLVERS`` (validated by the caller).
+    size : SolveSize
+
+    Returns
+    -------
+    type
+        A ``Solver`` subclass.
+
+    Raises
+    ------
+    SolveTooLargeError
+        When the named solver refuses ``size``, or ("auto") every solver does.
+    """
+    if name != "auto":
+        cls = SOLVERS[name]
+        why = cls.refusal(size)
+        if why is not None:
+            raise SolveTooLargeError(why)
+        return cls
+    ranked = sorted(SOLVERS.values(), key=lambda c: c.auto_rank)
+    reasons = []
+    for cls in ranked:
+        why = cls.auto_refusal(size)
+        if why is None:
+            return cls
+        reasons.append(why)
+    insist = " or ".join(f"solver={c.name!r}" for c in ranked if c.refusal(size) is None)
+    raise SolveTooLargeError(
+        f"P = {size.P} training pairs is too many for an exact solve: {' and '.join(reasons)}; "
+        f"use pairs=<n> to sample n pairs" + (f", or {insist} to insist." if insist else "."))
+
+
+def one_blas_thread():
+    """Limit BLAS to one thread where threadpoolctl is installed.
+
+    The iterative solvers make thousands of memory-bound matrix-vector
+    products; OpenBLAS's two-thread gemv measured 10x slower than one thread
+    on a loaded 2-core machine.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+class Solver:
+    """Base of the solvers: the interface in the module notes, and its defaults.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+        The training pairs' kernel on a backend.
+    """
+
+    name = None
+    auto_rank = 0
+
+    @classmethod
+    def memory_bytes(cls, P):
+        """Bytes stored for P pairs beyond O(P) vectors (0: matrix-free)."""
+        return 0
+
+    @classmethod
+    def refusal(cls, size):
+        """Why this solver cannot take ``size`` when asked by name, or None."""
+        return None
+
+    @classmethod
+    def auto_refusal(cls, size):
+        """Why solver="auto" passes this solver over for ``size`` (a phrase), or None."""
+        return cls.refusal(size)
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.xp = kernel.xp
+        self.diagonal = kernel.n2
+        self.matrix = None
+
+    def __matmul__(self, V):
+        raise NotImplementedError
+
+    def rows(self, idx):
+        """Kernel rows K[idx], shape (len(idx), P)."""
+        raise NotImplementedError
+
+    def solve(self, w, b, lam, *, tol, maxiter):
+        """z with (W^1/2 K W^1/2 + lam I) z = b, and the record's entries about the solve."""
+        raise NotImplementedError
+
+    def record(self):
+        """The solver's entries of ``solver_info`` before a solve."""
+        return {"kernel_bytes": self.memory_bytes(len(self.kernel))}
+
+
+@register_solver("dense", auto_rank=0)
+class DenseSolver(Solver):
+    """The stored P x P kernel (8 P^2 bytes) and a Cholesky solve."""
+
+    @classmethod
+    def memory_bytes(cls, P):
+        """8 P^2: the float64 kernel."""
+        return 8 * P * P
+
+    @classmethod
+    def refusal(cls, size):
+        """The kernel must fit in ``max_bytes``."""
+        if cls.memory_bytes(size.P) <= size.max_bytes:
+            return None
+        return (f"an exact dense solve over P = {size.P} training pairs needs "
+                f"{fmt_bytes(cls.memory_bytes(size.P))} for the P x P float64 kernel, more than "
+                f"`max_bytes` = {fmt_bytes(size.max_bytes)}; use solver='cg' (matrix-free), "
+                f"pairs=<n> to sample n pairs, or raise `max_bytes`.")
+
+    @classmethod
+    def auto_refusal(cls, size):
+        """As ``refusal``, as a phrase."""
+        if cls.refusal(size) is None:
+            return None
+        return (f"the dense kernel needs {fmt_bytes(cls.memory_bytes(size.P))} "
+                f"(`max_bytes` = {fmt_bytes(size.max_bytes)})")
+
+    def __init__(self, kernel):
+        super().__init__(kernel)
+        self.matrix = kernel.matrix()
+
+    def __matmul__(self, V):
+        return self.matrix @ V
+
+    def rows(self, idx):
+        """Rows of the stored kernel."""
+        return self.matrix[idx]
+
+    def solve(self, w, b, lam, *, tol, maxiter):
+        """Cholesky, lam raised tenfold from 1e-12 of the mean diagonal until it factorises."""
+        sw = self.xp.sqrt(w)
+        z, lam = _cholesky_solve(self.kernel.backend, sw[:, None] * self.matrix * sw[None, :],
+                                 b, lam)
+        return z, {"jitter": lam}
+
+
+@register_solver("cg", auto_rank=1)
+class CGSolver(Solver):
+    """Matrix-free: products by the backend's ``pair_ntk_matvec``, Jacobi-preconditioned CG."""
+
+    @classmethod
+    def auto_refusal(cls, size):
+        """More than ``CG_MAX_PAIRS`` pairs is too slow (P^2 kernel evaluations a product)."""
+        if size.P <= CG_MAX_PAIRS:
+            return None
+        return f"a matrix-free product costs P^2 = {size.P * size.P:.2e} kernel evaluations"
+
+    def __matmul__(self, V):
+        return self.kernel.matvec(V)
+
+    def rows(self, idx):
+        """Rows computed afresh from the Gram."""
+        return self.kernel.rows(idx)
+
+    def solve(self, w, b, lam, *, tol, maxiter):
+        """CG to relative residual ``tol`` or ``maxiter`` iterations, lam >= 1e-12 of the mean."""
+        xp = self.xp
+        sw = xp.sqrt(w)
+        lam = lam if lam > 0 else 1e-12 * float(xp.sum(w * self.diagonal)) / len(w)
+        with one_blas_thread():
+            z, it, res = _cg(lambda q: sw * (self @ (sw * q)) + lam * q, b,
+                             w * self.diagonal + lam, tol, maxiter, xp)
+        return z, {"jitter": lam, "cg_iterations": it, "cg_relative_residual": res}
+
+
+def _cholesky_solve(backend, A, b, lam0):
+    """Solve (A + lam I) z = b by Cholesky, raising lam tenfold from lam0 on failure."""
+    xp = backend.xp
+    mean_diag = float(xp.mean(xp.diag(A)))
+    lam = lam0
+    floor = 1e-12 * mean_diag
+    eye = xp.eye(A.shape[0])
+    while True:
+        try:
+            return backend.cho_solve(A + lam * eye, b), lam
+        except np.linalg.LinAlgError:
+            lam = max(10.0 * lam, floor)
+            if lam > mean_diag:
+                raise
+
+
+def _cg(apply, b, diag, tol, maxiter, xp):
+    """Jacobi-preconditioned conjugate gradients; returns z, iterations, relative residual."""
+    z = xp.zeros_like(b)
+    r = b.copy()
+    bnorm = float(xp.linalg.norm(b)) or 1.0
+    s = r / diag
+    p = s.copy()
+    rs = float(r @ s)
+    it = 0
+    res = float(xp.linalg.norm(r)) / bnorm
+    while it < maxiter and res > tol:
+        Ap = apply(p)
+        alpha = rs / float(p @ Ap)
+        z += alpha * p
+        r -= alpha * Ap
+        s = r / diag
+        rs_new = float(r @ s)
+        p = s + (rs_new / rs) * p
+        rs = rs_new
+        it += 1
+        res = float(xp.linalg.norm(r)) / bnorm
+    return z, it, res
