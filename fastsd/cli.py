@@ -186,10 +186,8 @@ def _cmd_walkers(args):
 
 def _cmd_ntk(args):
     from .kernels import lazy_cell
-    from .conventions import resolve_task_seed
 
     s = LAZY_LIMIT.check({n: getattr(args, n) for n in LAZY_LIMIT})
-    s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
     rec = lazy_cell(max_bytes=args.max_bytes, backend=args.backend, progress=not args.quiet,
                     **s)
     if args.json:

@@ -103,8 +103,11 @@ class Param:
         if self.kind == "gamma":
             return value if is_lazy(value) else check_float(self.name, value, positive=True)
         if self.kind == "pairs":
-            return value if isinstance(value, str) and value == "all" else check_int(
-                self.name, value, 2)
+            if isinstance(value, str):
+                return value if value == "all" else _fail(self.name, self.valid(), value)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                _fail(self.name, self.valid(), value, TypeError)
+            return check_int(self.name, value, 2)
         if self.kind == "bool":
             if not isinstance(value, (bool, np.bool_)):
                 _fail(self.name, "True or False", value, TypeError)

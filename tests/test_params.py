@@ -10,6 +10,8 @@ import inspect
 import pytest
 
 from fastsd import SameDifferent, bayes, lazy_limit, train, train_ensemble
+from fastsd.kernels import lazy_cell
+from fastsd.kernels.solvers import SOLVERS
 from fastsd.cli import build_parser, main
 from fastsd.params import BAYES, LAZY_LIMIT, MLP, REQUIRED, WALKERS, Param, Spec
 from fastsd.scan import Cell, get_predictor
@@ -22,11 +24,12 @@ USES = {"mlp": (MLP, "mlp", "train", {"root_d"}),
         "walkers": (WALKERS, "walkers", "walkers", {"walker_offset"}),
         "bayes": (BAYES, "bayes", None, set())}
 #: Python entry points and task constructors that take a spec's parameters.
-API = {"mlp": (train_ensemble, SameDifferent.__init__), "lazy_limit": (lazy_limit,),
+API = {"mlp": (train_ensemble, SameDifferent.__init__), "lazy_limit": (lazy_limit, lazy_cell),
        "walkers": (simulate,), "bayes": (bayes.accuracy, SameDifferent.__init__)}
-#: Where the Python API's seed is None (fresh entropy, recorded in the result) and the
-#: CLI's and scans' is 0 (a run must be repeatable from its command line or grid).
+#: The Python API's seed is None (fresh entropy, recorded in the result); the CLI's, the
+#: scans' and a scan cell's (lazy_cell) is 0: a run must be repeatable from its command.
 FRESH_ENTROPY = {"seed"}
+CELL_FUNCTIONS = {lazy_cell}
 
 
 def signature_defaults(func):
@@ -59,10 +62,15 @@ def test_defaults_agree_between_the_python_api_the_cli_and_the_scans(use):
     for func in API[use]:
         api = signature_defaults(func)
         for name in set(api) & set(spec) - set(spec.required()):
-            want = None if name in FRESH_ENTROPY else spec[name].default
+            fresh = name in FRESH_ENTROPY and func not in CELL_FUNCTIONS
+            want = None if fresh else spec[name].default
             assert api[name] == want, (func.__qualname__, name)
             checked += 1
     assert checked >= 2
+
+
+def test_the_declared_solvers_are_the_registered_ones():
+    assert LAZY_LIMIT["solver"].choices == ("auto",) + tuple(SOLVERS)
 
 
 def test_cell_fields_are_the_declared_parameters():

@@ -1,6 +1,6 @@
 """The kernels family's backends: one interface, three modules, one chooser.
 
-``KERNELS`` is the family (``fastsd._dispatch.register_family``). Backend b
+``KERNELS`` is the family (declared in ``fastsd._dispatch.FAMILIES``). Backend b
 lives in ``fastsd.kernels._reference`` ("numpy", the float64 truth),
 ``_cpu`` (Numba) or ``_cuda`` (CuPy: the reference's own array code on the
 GPU). ``KERNELS.load(backend)`` resolves "auto" and checks availability
@@ -33,13 +33,11 @@ the reference's):
     ``a`` as a NumPy array.
 
 A backend is one module defining these names, named as in every family
-(``fastsd._dispatch.BACKEND_MODULES``); the interface tuple below is the one
-list to extend when a solver or the dynamics need a new primitive.
+(``fastsd._dispatch.BACKEND_MODULES``); the family's interface tuple in
+``fastsd._dispatch.FAMILIES`` is the one list to extend when a solver or the
+dynamics need a new primitive.
 """
-from .._dispatch import register_family
-
-INTERFACE = ("xp", "arccos_kernels", "pair_ntk", "pair_ntk_matvec", "kernel_sgd", "cho_solve",
-             "to_host")
+from .._dispatch import FAMILIES
 
 #: The kernels family; "cuda" needs CuPy (the reference's code on CuPy arrays).
-KERNELS = register_family("kernels", "fastsd.kernels", INTERFACE, needs_cupy=True)
+KERNELS = FAMILIES["kernels"]

@@ -66,6 +66,7 @@ from .._memory import Need, check_fits, default_max_bytes
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
+from ..params import LAZY_LIMIT
 from ..tasks.base import Task
 from . import dynamics
 from .backend import KERNELS
@@ -75,7 +76,7 @@ from .solvers import CG_MAX_PAIRS, SOLVERS, SolveSize, SolveTooLargeError, choos
 #: CG_MAX_PAIRS and SolveTooLargeError are the solvers', re-exported with the entry point.
 __all__ = ["CG_MAX_PAIRS", "LazyResult", "SolveTooLargeError", "lazy_cell", "lazy_limit"]
 
-METHODS = ("regression", "logistic_flow", "logistic_sgd")
+METHODS = LAZY_LIMIT["method"].choices
 
 
 @dataclass(eq=False)
@@ -248,21 +249,19 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if task.sigma2 != 0.0:
         raise ValueError(f"`task` must be noise-free (sigma2 = 0) for the lazy limit, whose "
                          f"training inputs are the fixed symbols; got sigma2={task.sigma2!r}.")
-    check_choice("method", method, METHODS)
-    check_choice("solver", solver, ("auto",) + tuple(SOLVERS))
+    method = LAZY_LIMIT["method"].check(method)
+    check_choice("solver", solver, ("auto",) + tuple(SOLVERS))     # the registered solvers
     check_seed("seed", seed)
     if isinstance(seed, np.random.Generator):
         raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None, so that the "
                         "result can be rebuilt; got a Generator.")
     seed = seed_sequence(seed)      # None: fresh entropy, recorded in config["seed"]
-    n_test = check_int("n_test", n_test, minimum=2)
-    ridge = check_float("ridge", ridge, nonnegative=True)
+    c = LAZY_LIMIT.check(dict(n_test=n_test, ridge=ridge, steps=steps, eval_every=eval_every,
+                              alpha0=alpha0))
+    n_test, ridge, steps, eval_every, alpha0 = c.values()
     tol = check_float("tol", tol, positive=True)
-    steps = check_int("steps", steps, minimum=1)
-    eval_every = check_int("eval_every", eval_every, minimum=1)
     batch_size = check_batch_size("batch_size", batch_size)
-    alpha0 = task.default_alpha0 if alpha0 is None else check_float("alpha0", alpha0,
-                                                                     positive=True)
+    alpha0 = task.default_alpha0 if alpha0 is None else alpha0
     max_bytes = default_max_bytes() if max_bytes is None else check_int(
         "max_bytes", max_bytes, minimum=1)
     if test_x is not None:
@@ -348,7 +347,7 @@ def _needs(task, method, pairs, P, n_test, test_x, chunk, batch_size):
     return needs
 
 
-def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):
+def lazy_cell(d, L, *, task_seed=None, seed=0, method="logistic_flow", **kwargs):
     """One cell of the Fig. 1e lazy heatmap as a strict-JSON record.
 
     Builds ``SameDifferent(d, L, seed=task_seed)`` and returns
@@ -358,8 +357,12 @@ def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):
     ----------
     d, L : int
         Symbol dimension (>= 1) and number of training symbols (>= 2).
-    task_seed, seed : int
-        Seeds of the symbols and of the solve (pair sample, test sets).
+    task_seed : int, optional
+        Seed of the symbols; None (the default) derives it from (seed, L, d)
+        as every scan cell does (``fastsd.conventions.resolve_task_seed``),
+        so the cell sees the symbols of the "mlp" cell with the same seed.
+    seed : int, default 0
+        Seed of the solve (pair sample, test sets, batches).
     method : str, default "logistic_flow"
         See ``lazy_limit``.
     **kwargs
@@ -375,7 +378,9 @@ def lazy_cell(d, L, *, task_seed=0, seed=0, method="logistic_flow", **kwargs):
     >>> rec["method"], rec["n_train_pairs"]
     ('regression', 64)
     """
+    from ..conventions import resolve_task_seed
     from ..tasks import SameDifferent
+    task_seed = resolve_task_seed(task_seed, seed, L, d)
     task = SameDifferent(d=d, L=L, seed=task_seed)
     rec = lazy_limit(task, method, seed=seed, **kwargs).to_record()
     rec["task_seed"] = int(task_seed)

@@ -17,7 +17,8 @@ items with the L symbols (n_test x L x d); no n x n x d array is ever built.
 import numpy as np
 
 from .._rng import seed_sequence
-from .._validation import check_choice, check_int
+from .._validation import check_int
+from ..params import LAZY_LIMIT
 
 #: Spawn-key tag of the pair sample's stream (distinct from ``train``'s streams).
 _PAIR_TAG = 3001
@@ -42,12 +43,12 @@ def count_pairs(L, pairs):
     ValueError
         For another string, an int outside [2, L^2], or an array that is not
         integer (P, 2) with entries in [0, L).
+    TypeError
+        For a number that is not an integer.
     """
-    if isinstance(pairs, str):
-        check_choice("pairs", pairs, ("all",))
-        return L * L
-    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, (bool, np.bool_)):
-        return check_int("pairs", pairs, minimum=2, maximum=L * L)
+    if isinstance(pairs, str) or np.ndim(pairs) == 0:     # "all" or a number of pairs
+        n = LAZY_LIMIT["pairs"].check(pairs)
+        return L * L if n == "all" else check_int("pairs", n, maximum=L * L)
     arr = np.asarray(pairs)
     if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] < 1 or arr.dtype.kind not in "iu":
         raise ValueError(f"`pairs` must be 'all', an integer number of pairs, or an integer "

@@ -55,8 +55,8 @@ decorated with ``@register_solver("kron", auto_rank=...)``, and one line
 importing that module in ``fastsd/kernels/__init__.py`` (``from . import kron``,
 which registers it before any call can name it). ``lazy_limit`` and
 the dynamics use only the interface above; a solver that needs a new backend
-primitive adds its name to ``fastsd.kernels.backend.INTERFACE`` and to each
-backend module.
+primitive adds its name to the kernels family's interface
+(``fastsd._dispatch.FAMILIES``) and to each backend module.
 
 Regularisation
 --------------
