@@ -15,18 +15,24 @@ import warnings
 
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
-from .params import LAZY_LIMIT, MLP, WALKERS
+from .params import BACKEND, LAZY_LIMIT, MLP, WALKERS
 from .presets import FIGURES
 from .scan import ScanError
 
 
+def _add_command(sub, name, summary, description, spec, names=None):
+    """A command whose options are ``spec``'s declared parameters (``names``) and --backend."""
+    p = sub.add_parser(name, help=summary, description=description)
+    spec.add_arguments(p, names)
+    BACKEND.add_argument(p)
+    return p
+
+
 def _add_train_parser(sub):
-    p = sub.add_parser(
-        "train", help="train one MLP on the same-different task",
-        description="Train one centered two-layer ReLU MLP on the same-different task "
-                    "(Sec. 2) and report its test accuracy on unseen symbols.")
-    MLP.add_arguments(p, [n for n in MLP if n != "root_d"])
-    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    p = _add_command(
+        sub, "train", "train one MLP on the same-different task",
+        "Train one centered two-layer ReLU MLP on the same-different task (Sec. 2) and report "
+        "its test accuracy on unseen symbols.", MLP, [n for n in MLP if n != "root_d"])
     p.add_argument("--dtype", default=None,
                    help="float32 or float64 (default float32 on cpu, float64 on numpy)")
     p.add_argument("--path", default="auto", help="auto, dense or symbol (default auto)")
@@ -96,28 +102,24 @@ def _add_reproduce_parser(sub):
 
 
 def _add_walkers_parser(sub):
-    p = sub.add_parser(
-        "walkers", help="run the Markov walker ensemble of App. C.3",
-        description="Simulate independent sign-update Markov processes (App. C.3), one per "
-                    "run, and report mu (App. C.4) per sample category as mean +- 2 sd over "
-                    "runs, the alignment v1.v2/(|v1||v2|) and |v1|/|v2|.")
-    WALKERS.add_arguments(p, [n for n in WALKERS if n != "walker_offset"])
-    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    p = _add_command(
+        sub, "walkers", "run the Markov walker ensemble of App. C.3",
+        "Simulate independent sign-update Markov processes (App. C.3), one per run, and report "
+        "mu (App. C.4) per sample category as mean +- 2 sd over runs, the alignment "
+        "v1.v2/(|v1||v2|) and |v1|/|v2|.", WALKERS, [n for n in WALKERS if n != "walker_offset"])
     p.add_argument("--json", action="store_true",
                    help="print one JSON record (WalkerResult.to_record) instead of a table")
     p.set_defaults(func=_cmd_walkers)
 
 
 def _add_ntk_parser(sub):
-    p = sub.add_parser(
-        "ntk", help="test accuracy of the gamma -> 0, infinite-width network on one cell",
-        description="Solve the lazy limit (gamma -> 0, infinite width; App. D) of the MLP on "
-                    "SameDifferent(d, L) exactly, through the L x L symbol Gram matrix, and "
-                    "report its test accuracy on unseen symbols.")
-    LAZY_LIMIT.add_arguments(p)
+    p = _add_command(
+        sub, "ntk", "test accuracy of the gamma -> 0, infinite-width network on one cell",
+        "Solve the lazy limit (gamma -> 0, infinite width; App. D) of the MLP on "
+        "SameDifferent(d, L) exactly, through the L x L symbol Gram matrix, and report its "
+        "test accuracy on unseen symbols.", LAZY_LIMIT)
     p.add_argument("--max-bytes", type=int, default=None, metavar="BYTES",
                    help="memory the dense solve may use (default: half of what is available)")
-    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
     p.add_argument("--quiet", action="store_true", help="no progress bar over the flow's time")
     p.add_argument("--json", action="store_true", help="print one JSON record")
     p.set_defaults(func=_cmd_ntk)

@@ -171,9 +171,9 @@ class Param:
         elif self.kind == "float":
             kw["type"] = float
         elif self.kind == "gamma":
-            kw["type"] = _gamma
+            kw["type"] = _word_or("lazy", float, self.valid())
         elif self.kind == "pairs":
-            kw["type"] = _pairs
+            kw["type"] = _word_or("all", int, self.valid())
         elif self.kind == "sign":
             kw["type"] = int
         if self.required:
@@ -183,25 +183,16 @@ class Param:
         parser.add_argument(self.flag, dest=self.name, **kw)
 
 
-def _gamma(text):
-    """A CLI gamma: "lazy" or a number."""
-    if text == "lazy":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'lazy' (the paper's "
-                                         f"1e-5/sqrt(d)); got {text!r}") from None
-
-
-def _pairs(text):
-    """A CLI pairs setting: "all" or an integer."""
-    if text == "all":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be 'all' or an integer; got {text!r}") from None
+def _word_or(word, number, valid):
+    """An argparse type: ``word`` itself, or ``text`` as ``number`` (int or float)."""
+    def parse(text):
+        if text == word:
+            return text
+        try:
+            return number(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {valid}; got {text!r}") from None
+    return parse
 
 
 class Spec(dict):
@@ -246,6 +237,11 @@ def _common(d=True):
     return ((Param("d", "int", "symbol dimension d", minimum=1),) if d else ()) + (
         Param("L", "int", "number of training symbols L", minimum=2),)
 
+
+#: Where to run, for every entry point that has a choice (``fastsd._dispatch``).
+BACKEND = Param("backend", "choice", "where to run: numpy (the float64 reference), cpu (Numba), "
+                "cuda (a GPU), or auto, the fastest available", "auto",
+                choices=("auto", "numpy", "cpu", "cuda"))
 
 MLP = Spec(
     *_common(),

@@ -261,7 +261,7 @@ def test_ntk_command_json_and_bad_pairs(capsys):
     with pytest.raises(SystemExit) as exc:       # a usage error, as any bad option type
         main(["ntk", "--d", "4", "--L", "4", "--pairs", "many"])
     assert exc.value.code == 2
-    assert "--pairs: must be 'all' or an integer; got 'many'" in capsys.readouterr().err
+    assert "--pairs: must be 'all' or an integer >= 2; got 'many'" in capsys.readouterr().err
 
 
 def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, monkeypatch):

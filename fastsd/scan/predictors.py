@@ -29,10 +29,18 @@ class Predictor:
 
     #: Name used by ``fastsd.scan.run``.
     name = None
+    #: The declared parameters (``fastsd.params``) of a predictor whose settings are one
+    #: spec: ``required`` and ``defaults`` come from it, and ``validate`` checks with it.
+    spec = None
     #: Settings every cell must give.
     required = ()
     #: Optional settings and their defaults.
     defaults = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.spec is not None:
+            cls.required, cls.defaults = cls.spec.required(), cls.spec.defaults()
 
     def prepare(self, settings):
         """Return the cell's complete settings, validated.
@@ -57,8 +65,17 @@ class Predictor:
         return self.validate({**self.defaults, **settings})
 
     def validate(self, settings):
-        """Check and normalise complete settings; return them (override per predictor)."""
-        return settings
+        """Check and normalise complete settings; return them.
+
+        With a ``spec``: each setting checked as declared, and a ``task_seed``
+        of None derived from (seed, L, d) (``resolve_task_seed``).
+        """
+        if self.spec is None:
+            return settings
+        s = self.spec.check(settings)
+        if "task_seed" in s:
+            s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
+        return s
 
     def key(self, settings):
         """Return the stable key of a prepared cell."""
@@ -91,8 +108,7 @@ class MLPPredictor(Predictor):
     """
 
     name = "mlp"
-    required = MLP.required()
-    defaults = MLP.defaults()
+    spec = MLP
 
     def validate(self, settings):
         return asdict(Cell(**settings))
@@ -236,8 +252,7 @@ class WalkersPredictor(Predictor):
     """
 
     name = "walkers"
-    required = WALKERS.required()
-    defaults = WALKERS.defaults()
+    spec = WALKERS
 
     def validate(self, settings):
         from ..walkers.process import check_settings
@@ -272,12 +287,10 @@ class LazyLimitPredictor(Predictor):
     """
 
     name = "lazy_limit"
-    required = LAZY_LIMIT.required()
-    defaults = LAZY_LIMIT.defaults()
+    spec = LAZY_LIMIT
 
     def validate(self, settings):
-        s = LAZY_LIMIT.check(settings)
-        s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
+        s = super().validate(settings)
         if s["pairs"] != "all":     # as kernels.lazy_limit: 2 .. L^2 sampled pairs
             s["pairs"] = check_int("pairs", s["pairs"], 2, s["L"] * s["L"])
         return s
@@ -306,13 +319,7 @@ class BayesPredictor(Predictor):
     """
 
     name = "bayes"
-    required = BAYES.required()
-    defaults = BAYES.defaults()
-
-    def validate(self, settings):
-        s = BAYES.check(settings)
-        s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
-        return s
+    spec = BAYES
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy
