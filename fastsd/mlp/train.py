@@ -365,29 +365,8 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
     """
-    for name, value in (("task", task), ("gamma", gamma), ("seed", seed)):
-        if _is_many(value) and isinstance(value, collections.abc.Sized):   # before listing it
-            check_fits([_models_need(len(value), name)])
-    tasks, gammas, seeds = (_broadcast(n, v) for n, v in
-                            (("task", task), ("gamma", gamma), ("seed", seed)))
-    M = max(len(tasks), len(gammas), len(seeds))
-    # the argument that sets the ensemble's size, for the memory check's message
-    sizer = next(n for n, seq in (("seed", seeds), ("gamma", gammas), ("task", tasks))
-                 if len(seq) == M)
-    for name, seq in (("task", tasks), ("gamma", gammas), ("seed", seeds)):
-        if len(seq) not in (1, M):
-            raise ValueError(f"`{name}` must have length 1 or {M} to match the other "
-                             f"sequences; got length {len(seq)}.")
-    tasks, gammas, seeds = ([s[0]] * M if len(s) == 1 else s for s in (tasks, gammas, seeds))
-    for t in tasks:
-        if not isinstance(t, Task):
-            raise TypeError(f"`task` must be a fastsd task such as SameDifferent; got {t!r}.")
-    if len({t.input_dim for t in tasks}) != 1:
-        raise ValueError("`task` must share one input dimension across the ensemble; got "
-                         f"{sorted({t.input_dim for t in tasks})}.")
-    gammas = [t.lazy_gamma() if is_lazy(g) else check_float("gamma", g, positive=True)
-              for t, g in zip(tasks, gammas)]
-    seeds = [check_seed("seed", s) for s in seeds]
+    tasks, gammas, seeds, sizer = _models(task, gamma, seed)
+    M = len(tasks)
     c = MLP.check(dict(width=width, steps=steps, batch_size=batch_size, eval_every=eval_every,
                        n_test=n_test, alpha0=alpha0, init=init))
     width, steps, batch_size, eval_every, n_test, alpha0 = (
@@ -422,7 +401,68 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     start = time.perf_counter()
     streams = [train_streams(s) for s in seed_seqs]
     params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
+    engines = _engines(module, tasks, paths, params0, scales, lrs, dtype,
+                       streams if batches == "device" else None)
+    hist = _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, n_test,
+                  batches, progress)
+    wall = (time.perf_counter() - start) / M
 
+    inits, finals = [None] * M, [None] * M
+    for idx, eng in engines:
+        ini, fin = eng.params()
+        for j, k in enumerate(idx):
+            inits[k], finals[k] = ini[j], fin[j]
+    results = []
+    for k in range(M):
+        h = {name: arr[k] for name, arr in hist.items()}
+        h["step"] = h["step"].astype(int)
+        config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
+                      batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
+                      output_scale=scales[k],
+                      seed=recorded_seed(seed_seqs[k]),
+                      init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
+                      eval_every=eval_every, n_test=n_test, version=__version__)
+        results.append(TrainResult(
+            best_test_accuracy=float(h["test_accuracy"].max()),
+            final_test_accuracy=float(h["test_accuracy"][-1]),
+            history=h, initial_params=inits[k], final_params=finals[k],
+            config=config, wall_time=wall,
+            diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
+    return results
+
+
+def _models(task, gamma, seed):
+    """The ensemble's tasks, gammas and seeds, checked and broadcast to one length M, and
+    the argument that sets M (for the memory check's message)."""
+    for name, value in (("task", task), ("gamma", gamma), ("seed", seed)):
+        if _is_many(value) and isinstance(value, collections.abc.Sized):   # before listing it
+            check_fits([_models_need(len(value), name)])
+    tasks, gammas, seeds = (_broadcast(n, v) for n, v in
+                            (("task", task), ("gamma", gamma), ("seed", seed)))
+    M = max(len(tasks), len(gammas), len(seeds))
+    sizer = next(n for n, seq in (("seed", seeds), ("gamma", gammas), ("task", tasks))
+                 if len(seq) == M)
+    for name, seq in (("task", tasks), ("gamma", gammas), ("seed", seeds)):
+        if len(seq) not in (1, M):
+            raise ValueError(f"`{name}` must have length 1 or {M} to match the other "
+                             f"sequences; got length {len(seq)}.")
+    tasks, gammas, seeds = ([s[0]] * M if len(s) == 1 else s for s in (tasks, gammas, seeds))
+    for t in tasks:
+        if not isinstance(t, Task):
+            raise TypeError(f"`task` must be a fastsd task such as SameDifferent; got {t!r}.")
+    if len({t.input_dim for t in tasks}) != 1:
+        raise ValueError("`task` must share one input dimension across the ensemble; got "
+                         f"{sorted({t.input_dim for t in tasks})}.")
+    gammas = [t.lazy_gamma() if is_lazy(g) else check_float("gamma", g, positive=True)
+              for t, g in zip(tasks, gammas)]
+    seeds = [check_seed("seed", s) for s in seeds]
+    return tasks, gammas, seeds, sizer
+
+
+def _engines(module, tasks, paths, params0, scales, lrs, dtype, device_streams):
+    """One engine of the backend ``module`` per path (and L, on the symbol path), as
+    (model indices, engine) pairs; ``device_streams`` (batches drawn on the GPU) key each
+    model's on-device generators."""
     groups = {}
     for k, (t, pth) in enumerate(zip(tasks, paths)):
         key = ("symbol", t.L) if pth == "symbol" else ("dense",)
@@ -432,14 +472,23 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         args = ([tasks[k] for k in idx], [params0[k] for k in idx], [scales[k] for k in idx],
                 [lrs[k] for k in idx], dtype)
         cls = module.ENGINES[key[0]]
-        if batches == "device":     # Philox keys (pairs, noise) from the model's streams
-            keys = [[module.philox_keys(streams[k][s].integers(2**64, dtype=np.uint64,
-                                                               size=1))[0]
+        if device_streams is not None:     # Philox keys (pairs, noise) from the model's streams
+            keys = [[module.philox_keys(device_streams[k][s].integers(2**64, dtype=np.uint64,
+                                                                      size=1))[0]
                      for s in ("pairs", "noise")] for k in idx]
             engines.append((idx, cls(*args, device_keys=keys)))
         else:
             engines.append((idx, cls(*args)))
+    return engines
 
+
+def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, n_test,
+           batches, progress):
+    """The SGD loop: chunks of ``eval_every`` steps, each followed by a test evaluation.
+
+    Returns the history, {name: (M, n_evaluations) array}.
+    """
+    M = len(tasks)
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
     # a context manager, so that the bar is closed before an interrupt is reported
     with _progress.bar(progress, total=steps, unit="step",
@@ -475,31 +524,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             hist["train_accuracy"].append(acc)
             hist["test_accuracy"].append(test_acc)
             bar.update(n)
-    wall = (time.perf_counter() - start) / M
-
-    inits, finals = [None] * M, [None] * M
-    for idx, eng in engines:
-        ini, fin = eng.params()
-        for j, k in enumerate(idx):
-            inits[k], finals[k] = ini[j], fin[j]
-    hist = {k: np.stack(v, axis=1) for k, v in hist.items()}
-    results = []
-    for k in range(M):
-        h = {name: arr[k] for name, arr in hist.items()}
-        h["step"] = h["step"].astype(int)
-        config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
-                      batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
-                      output_scale=scales[k],
-                      seed=recorded_seed(seed_seqs[k]),
-                      init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
-                      eval_every=eval_every, n_test=n_test, version=__version__)
-        results.append(TrainResult(
-            best_test_accuracy=float(h["test_accuracy"].max()),
-            final_test_accuracy=float(h["test_accuracy"][-1]),
-            history=h, initial_params=inits[k], final_params=finals[k],
-            config=config, wall_time=wall,
-            diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
-    return results
+    return {k: np.stack(v, axis=1) for k, v in hist.items()}
 
 
 def train(task, gamma, *, width, steps, seed=None, **kwargs):
