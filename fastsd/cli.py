@@ -15,7 +15,7 @@ import warnings
 
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
-from .presets import FIGURES
+from .figures import FIGURES
 from .scan import ScanError
 
 
