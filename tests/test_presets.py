@@ -150,7 +150,7 @@ def test_figF1_is_the_published_activation_grid():
     assert {c.d for c in p.cells()} == {128, 256, 512, 1024}
 
 
-def test_every_figure_module_holds_its_settings_and_report():
+def test_every_figure_module_holds_its_settings_report_and_help():
     from fastsd.figures import FIGURES, GRID_FIGURES, REGISTRY, Units
     from fastsd.presets import Preset
 
@@ -160,3 +160,4 @@ def test_every_figure_module_holds_its_settings_and_report():
         kind = Preset if name in GRID_FIGURES else Units
         assert isinstance(figure.FULL, kind) and isinstance(figure.QUICK, kind)
         assert callable(figure.report) and (kind is Preset or callable(figure.collect))
+        assert figure.HELP and figure.QUICK_WALL_TIME.endswith(" s")

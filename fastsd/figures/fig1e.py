@@ -11,6 +11,8 @@ import numpy as np
 from ..presets import Preset
 from ..scan import Grid
 
+HELP = "lazy limit over d x L with the L ~ d^2 line"
+QUICK_WALL_TIME = "12 s"
 DS = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 6, 9)})
 LS = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 7, 11)})
 FULL = Preset(

@@ -8,6 +8,8 @@ import numpy as np
 from ..presets import Preset
 from ..scan import Grid
 
+HELP = "activation change vs gamma, with and without 1/sqrt(d)"
+QUICK_WALL_TIME = "7 s"
 GAMMAS = tuple(10.0 ** e for e in np.linspace(-5, 0, 11))
 
 
