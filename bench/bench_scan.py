@@ -57,7 +57,7 @@ def through_scan(preset, folder):
 
 def main(argv=None):
     from fastsd import __version__
-    from fastsd.presets import PRESETS
+    from fastsd.figures import PRESETS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default="fig1c-quick", choices=sorted(PRESETS))

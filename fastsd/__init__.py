@@ -25,7 +25,7 @@ _LAZY = {
     "ntk": ("fastsd.kernels", "ntk"),
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
-            "walkers", "kernels", "bayes", "reproduce")
+            "walkers", "kernels", "bayes", "reproduce", "figures", "params", "conventions")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 

@@ -15,8 +15,8 @@ import warnings
 
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
+from .figures import FIGURES, GRID_FIGURES, REGISTRY
 from .params import BACKEND, LAZY_LIMIT, MLP, WALKERS
-from .presets import FIGURES
 from .scan import ScanError
 
 
@@ -43,53 +43,34 @@ def _add_train_parser(sub):
 
 
 #: Wall time of each figure's --quick preset on the 2-core development machine (AMD EPYC,
-#: 2026-12-01, Numba's cache warm; README table, which a test holds equal to this).
-QUICK_WALL_TIME = {
-    "fig1a": "2 s",
-    "fig1b": "10 s",
-    "fig1c": "11 s",
-    "fig1e": "12 s",
-    "fig1f": "14 s",
-    "fig2": "235 s",
-    "fig3": "353 s",
-    "figA1": "7 s",
-    "figC1": "1 s",
-    "figC3": "10 s",
-    "figF1": "7 s",
-}
+#: 2026-12-01, Numba's cache warm; each figure module's QUICK_WALL_TIME, and the README
+#: table, which a test holds equal to this).
+QUICK_WALL_TIME = {name: figure.QUICK_WALL_TIME for name, figure in REGISTRY.items()}
 
 
 def _add_reproduce_parser(sub):
     import textwrap
 
     times = "\n".join(f"  {f:<7} {QUICK_WALL_TIME[f]}" for f in FIGURES)
+    units = [f for f in FIGURES if f not in GRID_FIGURES]
     p = sub.add_parser(
         "reproduce", help="run a figure's grid, draw it and print its table",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.fill(
             "Run the grid of a figure of the paper through fastsd.scan, resuming from "
-            "DIR/<figure>.jsonl (cells, or for fig1a, figA1 and figC1 trained models and "
-            "(L, P) units, already there are skipped), then draw DIR/<figure>.png and .svg "
-            "and print its table, with progress bars on stderr (--quiet: none). 'all' does "
-            "every figure.", 78),
+            f"DIR/<figure>.jsonl (cells, or for {', '.join(units[:-1])} and {units[-1]} "
+            "trained models and (L, P) units, already there are skipped), then draw "
+            "DIR/<figure>.png and .svg and print its table, with progress bars on stderr "
+            "(--quiet: none). 'all' does every figure.", 78),
         epilog=f"--quick wall time on an idle 2-core machine (Numba cache warm; the first run compiles ~30 s more):\n{times}")
     p.add_argument("figure", choices=FIGURES + ("all",),
-                   help="fig1a: weight alignment vs readout, rich and lazy (d=128, L=16); "
-                        "fig1b: rich accuracy over d x L; fig1c: accuracy vs L (d=256); "
-                        "fig1f: accuracy vs d (L=16); "
-                        "figC3: ultra-rich gamma up to 100, accuracy vs L (d=256); "
-                        "figC1: max-margin matrix and alignments (d=32); "
-                        "figF1: activation change vs gamma, with and without 1/sqrt(d); "
-                        "fig1e: lazy limit over d x L with the L ~ d^2 line; "
-                        "fig2: noisy task vs L with the Bayes-optimal accuracies; "
-                        "fig3: PSVRT and Pentomino over gamma; "
-                        "figA1: hidden weights as images, rich and lazy; "
-                        "all: every figure in turn")
+                   help="; ".join(f"{name}: {figure.HELP}" for name, figure in REGISTRY.items())
+                   + "; all: every figure in turn")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
     p.add_argument("--out", default="results", metavar="DIR",
                    help="folder of the results and figures (default results/)")
-    p.add_argument("--backend", default="auto", help="auto, numpy, cpu or cuda (default auto)")
+    BACKEND.add_argument(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--serial", action="store_true",
                        help="run in this process instead of local worker processes")

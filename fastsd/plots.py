@@ -1,15 +1,17 @@
-"""The paper's figures from stored records, one function per figure.
+"""Drawing the paper's figures: what every figure shares, and the drawings several share.
 
-Each accuracy figure draws test accuracy (the best over the training history,
-App. G.1) against the swept quantity, one line per gamma: the mean over seeds
-with a shaded 95% confidence interval of that mean, the paper's "empirical 95
-percent confidence interval" (a percentile bootstrap over seeds, 1000
-resamples, as seaborn draws it; no band for one seed), the theory dashed in
-black and chance (0.5) dotted; every line and the band are in the legend.
-Titles use the paper's symbols (γ, →, ±, σ²) and wrap at spaces only, never
-inside a number or a formula. Figures are drawn on an Agg canvas without
-pyplot, so no global matplotlib state changes, and written as
-``<out_prefix>.png`` and ``<out_prefix>.svg``.
+Each figure's own drawing is in its module of ``fastsd.figures``; here are
+the pieces they are made of, and the accuracy curve against L (Fig. 1c, C3)
+and the heatmap (Fig. 1b, 1e). Each accuracy figure draws test accuracy (the
+best over the training history, App. G.1) against the swept quantity, one
+line per gamma: the mean over seeds with a shaded 95% confidence interval of
+that mean, the paper's "empirical 95 percent confidence interval" (a
+percentile bootstrap over seeds, 1000 resamples, as seaborn draws it; no band
+for one seed), the theory dashed in black and chance (0.5) dotted; every line
+and the band are in the legend. Titles use the paper's symbols (γ, →, ±, σ²)
+and wrap at spaces only, never inside a number or a formula. Figures are
+drawn on an Agg canvas without pyplot, so no global matplotlib state changes,
+and written as ``<out_prefix>.png`` and ``<out_prefix>.svg``.
 """
 import os
 import re
@@ -173,72 +175,6 @@ def _save(fig, out_prefix, title=None):
     return paths
 
 
-def plot_max_margin(matrix, ideal, rows, out_prefix, title=None):
-    """Fig. C1: the empirical max-margin matrix beside its limit, and the alignments vs P.
-
-    The top panels show the matrix and its limit (Theorem 1, App. C.1) on one
-    colour scale; the bottom ones, per L against the number of pairs P, the
-    alignment v1.v2/(|v1||v2|) of the top (-> +1) and the bottom (-> -1)
-    eigenvector and the relative Frobenius distance to the limit.
-
-    Parameters
-    ----------
-    matrix, ideal : ndarray, shape (2d, 2d)
-        ``theory.max_margin(...)["matrix"]`` and ``theory.max_margin_ideal(d)``.
-    rows : sequence of dict
-        ``L``, ``P``, ``top_alignment``, ``bottom_alignment`` and
-        ``relative_distance`` per (L, P), as ``fastsd reproduce figC1`` tabulates.
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-    """
-    import matplotlib
-    from matplotlib.ticker import FuncFormatter
-
-    fig = _new_figure(7.2, 6.4)
-    (m_ax, i_ax), (a_ax, d_ax) = fig.subplots(2, 2)
-    vmax = float(np.abs(ideal).max())
-    for ax, mat, name in ((m_ax, matrix, "empirical"), (i_ax, ideal, "ideal (P, L → ∞)")):
-        im = ax.imshow(mat, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-        ax.set_title(name, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.colorbar(im, ax=[m_ax, i_ax], shrink=0.8, label="matrix entry")
-    Ls = sorted({r["L"] for r in rows})
-    cmap = matplotlib.colormaps["viridis"]
-    for i, L in enumerate(Ls):
-        pts = sorted((r for r in rows if r["L"] == L), key=lambda r: r["P"])
-        P = [r["P"] for r in pts]
-        color = cmap(0.85 * i / max(len(Ls) - 1, 1))
-        a_ax.plot(P, [r["top_alignment"] for r in pts], "o-", ms=3, color=color,
-                  label=f"top, L = {L}")
-        a_ax.plot(P, [r["bottom_alignment"] for r in pts], "s--", ms=3, color=color,
-                  label=f"bottom, L = {L}")
-        d_ax.plot(P, [r["relative_distance"] for r in pts], "o-", ms=3, color=color,
-                  label=f"L = {L}")
-    a_ax.plot([0, 1, np.nan, 0, 1], [1, 1, np.nan, -1, -1], color="0.5", ls=":", lw=1,
-              transform=a_ax.get_yaxis_transform(), label="limits ±1")
-    a_ax.set_ylim(-1.1, 1.1)
-    a_ax.set_ylabel(r"alignment $v^1\cdot v^2/(|v^1||v^2|)$", fontsize=8)
-    a_ax.set_title("top and bottom eigenvectors", fontsize=9)
-    d_ax.set_yscale("log")
-    d_ax.set_ylabel("relative distance to the limit", fontsize=8)
-    d_ax.set_title("‖X − X∞‖ / ‖X∞‖ (Frobenius)", fontsize=9)
-    for ax in (a_ax, d_ax):
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("sampled pairs P")
-        ax.legend(fontsize=7, frameon=False)
-    d_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    d_ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    return _save(fig, out_prefix, title)
-
-
 def _check_records(records, fixed):
     if not records:
         raise ValueError("`records` must hold at least one record; got none.")
@@ -280,83 +216,6 @@ def plot_accuracy_vs_L(records, out_prefix, title=None):
     ax.plot(Ls, rich_test_accuracy(Ls), "k--", lw=1.2, label="Eq. 3 (rich theory)")
     return _finish(fig, ax, "training symbols L", out_prefix, banded,
                    title or f"d = {d}, m = {records[0]['width']}")
-
-
-def plot_accuracy_vs_d(records, out_prefix, title=None):
-    """Fig. 1f: test accuracy against the input dimension d at fixed L.
-
-    Adds the rich-regime prediction of Eq. 3 at that L as a dashed black
-    line (it does not depend on d).
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Stored records (``d``, ``L``, ``gamma``, ``width``,
-        ``best_test_accuracy``), all with one L.
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-        Defaults to "L = <L>, m = <width>".
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-
-    Raises
-    ------
-    ValueError
-        When ``records`` is empty or mixes several L.
-    """
-    L = _check_records(records, "L")
-    fig, ax = _new_axes()
-    banded = _draw_gammas(ax, records, "d")
-    ax.axhline(float(rich_test_accuracy(L)), color="k", ls="--", lw=1.2,
-               label=f"Eq. 3 at L = {L} (rich theory)")
-    return _finish(fig, ax, "input dimension d", out_prefix, banded,
-                   title or f"L = {L}, m = {records[0]['width']}")
-
-
-def plot_activation_change(records, out_prefix, title=None):
-    """Fig. F1: activation change against gamma, one line per d, with and without 1/sqrt(d).
-
-    Parameters
-    ----------
-    records : sequence of dict
-        Stored records with ``gamma``, ``d``, ``root_d`` and
-        ``activation_change`` (App. F).
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-    """
-    import matplotlib
-
-    fig = _new_figure(8.0, 3.4)
-    axes = fig.subplots(1, 2, sharey=True)
-    ds = sorted({r["d"] for r in records})
-    cmap = matplotlib.colormaps["viridis"]
-    for ax, root_d in zip(axes, (False, True)):
-        for i, d in enumerate(ds):
-            pts = defaultdict(list)
-            for r in records:
-                if r["d"] == d and r.get("root_d", True) == root_d:
-                    pts[r["gamma"]].append(r["activation_change"])
-            if pts:
-                g = np.array(sorted(pts))
-                ax.plot(g, [np.mean(pts[v]) for v in g], "o-", ms=3,
-                        color=cmap(i / max(1, len(ds) - 1)), label=f"d = {d}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("γ")
-        ax.set_title("with 1/√d prefactor" if root_d else "without 1/√d prefactor", fontsize=9)
-    axes[0].set_ylabel("activation change |w(T)·x − w(0)·x| / |w(0)·x|")
-    axes[1].legend(fontsize=8, frameon=False)
-    return _save(fig, out_prefix, title)
 
 
 def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test_accuracy",
@@ -434,165 +293,3 @@ def _log_edges(values):
         return np.array([v[0] / np.sqrt(2), v[0] * np.sqrt(2)])
     mid = np.sqrt(v[1:] * v[:-1])
     return np.concatenate([[v[0] ** 2 / mid[0]], mid, [v[-1] ** 2 / mid[-1]]])
-
-
-def plot_weight_structure(rich, lazy, out_prefix, title=None):
-    """Fig. 1a/1d: alignment v1.v2/(|v1||v2|) against readout a_i, rich beside lazy.
-
-    Parameters
-    ----------
-    rich, lazy : WeightStructure or dict
-        ``fastsd.walkers.weight_structure`` of a rich and a lazy model, or its
-        ``to_record()``: per-unit ``readout`` and ``alignment`` and the
-        ``readout_ratio``.
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-    """
-    from matplotlib.ticker import MaxNLocator
-
-    fig = _new_figure(7.2, 3.2)
-    axes = fig.subplots(1, 2)
-    for ax, ws, name, color in zip(axes, (rich, lazy), ("(a) rich", "(d) lazy"), ("C0", "C1")):
-        ax.xaxis.set_major_locator(MaxNLocator(5))
-        get = ws.get if isinstance(ws, dict) else lambda k: getattr(ws, k)
-        ax.scatter(np.asarray(get("readout"), dtype=float),
-                   np.asarray(get("alignment"), dtype=float), s=4, alpha=0.5, color=color)
-        ax.axhline(0, color="0.7", lw=0.5)
-        ax.axvline(0, color="0.7", lw=0.5)
-        ax.set_ylim(-1.05, 1.05)
-        ax.set_xlabel("readout $a_i$")
-        ax.set_title(f"{name}: |mean a₋| / |mean a₊| = {get('readout_ratio'):.2f}", fontsize=9)
-    axes[0].set_ylabel(r"alignment $v^1\cdot v^2/(|v^1||v^2|)$")
-    return _save(fig, out_prefix, title)
-
-
-def plot_noisy(mlp_records, bayes_records, out_prefix, title=None):
-    """Fig. 2: test accuracy against L on the noisy task, one panel per sigma2.
-
-    One line per gamma (mean over seeds, 95% band), and the Bayes-optimal
-    accuracies under the generalizing (black dashed) and memorizing (grey
-    dash-dotted) priors of App. E.
-
-    Parameters
-    ----------
-    mlp_records : sequence of dict
-        "mlp" records with ``sigma2``, ``L``, ``d``, ``gamma``, ``best_test_accuracy``.
-    bayes_records : sequence of dict
-        "bayes" records with ``sigma2``, ``L``, ``prior``, ``accuracy``.
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-    """
-    from matplotlib.ticker import FuncFormatter
-
-    _check_records(mlp_records, "d")
-    sigma2s = sorted({r["sigma2"] for r in mlp_records})
-    fig = _new_figure(3.0 * len(sigma2s) + 1.6, 3.2)
-    axes = np.atleast_1d(fig.subplots(1, len(sigma2s), sharey=True))
-    styles = {"generalizing": ("--", "Bayes (generalizing)"),
-              "memorizing": ("-.", "Bayes (memorizing)")}
-    banded = False
-    for ax, s2 in zip(axes, sigma2s):
-        banded |= _draw_gammas(ax, [r for r in mlp_records if r["sigma2"] == s2], "L")
-        for prior, (style, label) in styles.items():
-            pts = defaultdict(list)
-            for r in bayes_records:
-                if r["sigma2"] == s2 and r["prior"] == prior:
-                    pts[r["L"]].append(r["accuracy"])
-            if pts:
-                Ls = sorted(pts)
-                ax.plot(Ls, [np.mean(pts[L]) for L in Ls], style, lw=1.2, label=label,
-                        color="k" if prior == "generalizing" else "0.45")
-        _chance(ax)
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("training symbols L")
-        ax.set_title(f"σ² = {s2:g}", fontsize=9)
-        ax.set_ylim(0.45, 1.02)
-    return _finish_panels(fig, axes, out_prefix, title, banded)
-
-
-def plot_panels(panels, out_prefix, title=None):
-    """Fig. 3: test accuracy against each panel's swept quantity, one line per gamma.
-
-    Parameters
-    ----------
-    panels : sequence of (str, sequence of dict, str)
-        Panel title, records (``gamma``, ``best_test_accuracy`` and the
-        axis field) and the record field on the x axis.
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-    """
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-    fig = _new_figure(3.0 * len(panels) + 1.6, 3.2)
-    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
-    banded = False
-    for ax, (name, records, axis) in zip(axes, panels):
-        banded |= _draw_gammas(ax, records, axis)
-        _chance(ax)
-        if axis == "L":
-            ax.set_xscale("log", base=2)
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        else:
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel(name, fontsize=8)
-        ax.set_ylim(0.45, 1.02)
-    return _finish_panels(fig, axes, out_prefix, title, banded)
-
-
-def plot_weight_images(shown, out_prefix, title=None):
-    """Fig. A1: hidden weights as images, the units with the largest and the most negative a.
-
-    One column per model; the images of one task share a symmetric colour
-    scale, drawn as a colour bar beside that task's columns, so the small
-    weights of a lazy model show as faint next to a rich one (App. A).
-
-    Parameters
-    ----------
-    shown : sequence of (str, str, ndarray, ndarray)
-        Task, model and the two weight images (H, W) of one model: the unit
-        with the largest readout and the one with the most negative readout.
-    out_prefix : str or os.PathLike
-        Output path without extension.
-    title : str, optional
-
-    Returns
-    -------
-    list of str
-        The PNG and SVG paths written.
-    """
-    fig = _new_figure(2.0 * len(shown) + 0.6 * len({t for t, *_ in shown}), 4.4)
-    axes = fig.subplots(2, len(shown), squeeze=False)
-    for task in dict.fromkeys(t for t, *_ in shown):
-        cols = [j for j, (t, *_) in enumerate(shown) if t == task]
-        vmax = max(float(np.abs(img).max()) for j in cols for img in shown[j][2:]) or 1.0
-        for j in cols:
-            _, model, top, bottom = shown[j]
-            for i, (img, which) in enumerate(((top, "largest a"), (bottom, "most negative a"))):
-                ax = axes[i, j]
-                im = ax.imshow(img, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-                ax.set_xticks([])
-                ax.set_yticks([])
-                ax.set_title(f"{task}, {model}\n{which}", fontsize=7)
-        bar = fig.colorbar(im, ax=axes[:, cols].ravel().tolist(), shrink=0.8)
-        bar.set_label(f"{task} weight", fontsize=7)
-        bar.ax.tick_params(labelsize=6)
-    return _save(fig, out_prefix, title)

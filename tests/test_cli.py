@@ -5,12 +5,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
 from fastsd import __version__
 from fastsd.cli import main
-from fastsd.presets import PRESETS, Preset
+from fastsd.figures import fig1a, fig1c, fig1e, fig2, fig3, figA1, figC1, figF1
+from fastsd.presets import Preset
 from fastsd.scan import Cell, Grid
 
 TINY = ["--d", "8", "--L", "3", "--gamma", "1", "--width", "16", "--steps", "20",
@@ -91,8 +93,8 @@ def test_train_summary(capsys):
 def tiny_fig1c(monkeypatch):
     grid = Grid(L=[2, 4], gamma=["lazy", 1.0], seed=[0, 1], d=8, width=16, steps=20,
                 eval_every=10, n_test=64)
-    monkeypatch.setitem(PRESETS, "fig1c-quick", Preset("fig1c-quick", "L", "tiny",
-                                                       (("mlp", "mlp", grid),)))
+    monkeypatch.setattr(fig1c, "QUICK", Preset("fig1c-quick", "L", "tiny",
+                                               (("mlp", "mlp", grid),)))
     return grid.cells()
 
 
@@ -141,8 +143,8 @@ def _forbid(monkeypatch, target):
 
 def test_reproduce_figC1_rerun_computes_nothing_and_prints_the_same(tmp_path, capsys,
                                                                      monkeypatch):
-    from fastsd.presets import MAX_MARGIN
-    monkeypatch.setitem(MAX_MARGIN, "figC1-quick", dict(d=8, Ls=(16, 32), Ps=(64, 256)))
+    monkeypatch.setattr(figC1, "QUICK", replace(figC1.QUICK, settings=dict(d=8, Ls=(16, 32),
+                                                                           Ps=(64, 256))))
     args = ["reproduce", "figC1", "--quick", "--out", str(tmp_path), "--json"]
     store = tmp_path / "figC1-quick.jsonl"
     assert main(args) == 0
@@ -158,10 +160,12 @@ def test_reproduce_figC1_rerun_computes_nothing_and_prints_the_same(tmp_path, ca
     assert store.stat().st_mtime_ns == mtime
     # a new P computes only its units; other settings in the same store are refused
     monkeypatch.undo()
-    monkeypatch.setitem(MAX_MARGIN, "figC1-quick", dict(d=8, Ls=(16, 32), Ps=(64, 256, 512)))
+    monkeypatch.setattr(figC1, "QUICK", replace(figC1.QUICK, settings=dict(
+        d=8, Ls=(16, 32), Ps=(64, 256, 512))))
     assert main(args + ["--quiet"]) == 0
     assert [json.loads(x)["P"] for x in store.read_text().splitlines()][4:] == [512, 512]
-    monkeypatch.setitem(MAX_MARGIN, "figC1-quick", dict(d=16, Ls=(16,), Ps=(64,)))
+    monkeypatch.setattr(figC1, "QUICK", replace(figC1.QUICK, settings=dict(d=16, Ls=(16,),
+                                                                           Ps=(64,))))
     assert main(args + ["--quiet"]) == 1
     assert "belongs to a different grid" in capsys.readouterr().err
 
@@ -170,8 +174,8 @@ def test_reproduce_figF1_records_activation_change_and_tabulates_it(tmp_path, ca
                                                                     monkeypatch):
     grid = Grid(root_d=[False, True], d=[8, 32], gamma=[1e-3, 1.0], L=16, seed=0, width=16,
                 steps=40, eval_every=20, n_test=64)
-    monkeypatch.setitem(PRESETS, "figF1-quick", Preset("figF1-quick", "gamma", "tiny",
-                                                       (("mlp", "mlp", grid),)))
+    monkeypatch.setattr(figF1, "QUICK", Preset("figF1-quick", "gamma", "tiny",
+                                               (("mlp", "mlp", grid),)))
     assert main(["reproduce", "figF1", "--quick", "--out", str(tmp_path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert summary["columns"] == ["d=8", "d=32", "d=8 no-sqrt-d", "d=32 no-sqrt-d"]
@@ -198,9 +202,8 @@ def test_walkers_command_table_json_and_bad_input(capsys):
 
 
 def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
-    from fastsd.presets import WEIGHT_STRUCTURE
-    monkeypatch.setitem(WEIGHT_STRUCTURE, "fig1a-quick",
-                        dict(d=8, L=4, width=32, steps=300, eval_every=100, seed=0))
+    monkeypatch.setattr(fig1a, "QUICK", replace(fig1a.QUICK, settings=dict(
+        d=8, L=4, width=32, steps=300, eval_every=100, seed=0)))
     assert main(["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json"]) == 0
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["summary"]["rows"]}
     # rich units align with the sign of their readout (App. C.4); lazy ones barely move
@@ -211,9 +214,8 @@ def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
 
 def test_reproduce_fig1a_rerun_trains_nothing_and_draws_the_same(tmp_path, capsys,
                                                                   monkeypatch):
-    from fastsd.presets import WEIGHT_STRUCTURE
-    monkeypatch.setitem(WEIGHT_STRUCTURE, "fig1a-quick",
-                        dict(d=8, L=4, width=16, steps=60, eval_every=30, seed=0))
+    monkeypatch.setattr(fig1a, "QUICK", replace(fig1a.QUICK, settings=dict(
+        d=8, L=4, width=16, steps=60, eval_every=30, seed=0)))
     args = ["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json"]
     store = tmp_path / "fig1a-quick.jsonl"
     assert main(args) == 0
@@ -236,7 +238,7 @@ def test_reproduce_fig1e_limit_heatmap_scaling_and_finite_comparison(tmp_path, c
                             n_test=256)),
         ("mlp", "mlp", Grid(d=[4], L=[8], gamma="lazy", seed=0, width=64, steps=400, eval_every=200,
                      n_test=256))))
-    monkeypatch.setitem(PRESETS, "fig1e-quick", tiny)
+    monkeypatch.setattr(fig1e, "QUICK", tiny)
     assert main(["reproduce", "fig1e", "--quick", "--out", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["results"] == [str(tmp_path / "fig1e-quick-lazy_limit.jsonl"),
@@ -270,7 +272,7 @@ def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, m
                      steps=40, eval_every=20, n_test=64)),
         ("bayes", "bayes", Grid(sigma2=[0.0, 1.0], L=[2, 8], prior=["generalizing", "memorizing"],
                        seed=0, d=8, n_test=500))))
-    monkeypatch.setitem(PRESETS, "fig2-quick", tiny)
+    monkeypatch.setattr(fig2, "QUICK", tiny)
     assert main(["reproduce", "fig2", "--quick", "--out", str(tmp_path), "--json"]) == 0
     blocks = json.loads(capsys.readouterr().out)["summary"]["blocks"]
     assert [b["sigma2"] for b in blocks] == [0.0, 1.0]
@@ -283,22 +285,21 @@ def test_reproduce_fig2_blocks_per_sigma2_with_bayes_columns(tmp_path, capsys, m
 
 
 def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
-    from fastsd.presets import WEIGHT_IMAGES
     train = dict(gamma=["lazy", 1.0], seed=0, width=16, steps=40, eval_every=20, n_test=64)
     tiny = Preset("fig3-quick", "visual", "tiny", (
         ("b", "mlp_image", Grid(task="psvrt", L=[4, 8], patch=3, n_patches=2, **train)),
         ("c", "mlp_image", Grid(task="psvrt", n_patches=[2, 3], L=8, patch=3, **train)),
         ("e", "mlp_image", Grid(task="pentomino", L=[2, 4], image_width=2, **train)),
         ("f", "mlp_image", Grid(task="pentomino", image_width=[2, 3], L=4, **train))))
-    monkeypatch.setitem(PRESETS, "fig3-quick", tiny)
+    monkeypatch.setattr(fig3, "QUICK", tiny)
     assert main(["reproduce", "fig3", "--quick", "--out", str(tmp_path), "--json"]) == 0
     panels = json.loads(capsys.readouterr().out)["summary"]["panels"]
     assert [(p["panel"], p["axis"]) for p in panels] == [
         ("b", "L"), ("c", "n_patches"), ("e", "L"), ("f", "image_width")]
     assert all(set(r["mean"]) == {"gamma~0", "gamma=1"} for p in panels
                for r in p["table"]["rows"])
-    monkeypatch.setitem(WEIGHT_IMAGES, "figA1-quick",
-                        dict(width=16, steps=40, eval_every=20, seed=0))
+    monkeypatch.setattr(figA1, "QUICK", replace(figA1.QUICK, settings=dict(
+        width=16, steps=40, eval_every=20, seed=0)))
     assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["summary"]["rows"]
     assert [(r["task"], r["model"]) for r in rows] == [
@@ -361,7 +362,10 @@ import sys
 # keeps (see test_an_inherited_ignored_sigint_stays_ignored).
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from fastsd.cli import main
-from fastsd.presets import PRESETS, WEIGHT_STRUCTURE, Preset
+from dataclasses import replace
+
+from fastsd.figures import fig1a, fig1c
+from fastsd.presets import Preset
 from fastsd.scan import Grid
 
 
@@ -373,8 +377,9 @@ def grid(steps, n):
 PARTS = {"one": (("mlp", "mlp", grid(20000, 6)),),         # ~2 s a cell
          "two": (("mlp", "mlp", grid(2000, 300)),          # ~0.2 s a cell: writing all along
                  ("slow", "mlp", grid(20000, 3)))}
-PRESETS["fig1c-quick"] = Preset("fig1c-quick", "L", "slow", PARTS.get(sys.argv[2], ()))
-WEIGHT_STRUCTURE["fig1a-quick"] = dict(d=8, L=4, width=32, steps=10**7, eval_every=10**6, seed=0)
+fig1c.QUICK = Preset("fig1c-quick", "L", "slow", PARTS.get(sys.argv[2], ()))
+fig1a.QUICK = replace(fig1a.QUICK, settings=dict(d=8, L=4, width=32, steps=10**7,
+                                                 eval_every=10**6, seed=0))
 if __name__ == "__main__":
     figure = "fig1a" if sys.argv[2] == "in-process" else "fig1c"
     sys.exit(main(["reproduce", figure, "--quick", "--backend", "numpy", "--out", sys.argv[1],
@@ -611,7 +616,7 @@ def test_readme_and_reproduce_help_state_the_same_quick_times():
     import re
 
     from fastsd.cli import QUICK_WALL_TIME
-    from fastsd.presets import FIGURES
+    from fastsd.figures import FIGURES
     readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
     table = dict(re.findall(r"^\| (fig\w+) \| (.+?) \|$", readme, re.M))
     assert table == QUICK_WALL_TIME

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from fastsd import plots
+from fastsd.figures import fig1f, fig2, fig3, figA1, figC1
 from fastsd.conventions import lazy_gamma
 
 
@@ -47,13 +48,13 @@ def test_every_line_and_the_band_are_in_the_legend(tmp_path, drawn):
     bayes = [{"sigma2": s2, "L": L, "prior": p, "accuracy": 0.8}
              for s2 in (0.0, 1.0) for L in (2, 4, 8) for p in ("generalizing", "memorizing")]
     plots.plot_accuracy_vs_L(recs, tmp_path / "L")
-    plots.plot_accuracy_vs_d([dict(r, d=r["L"] * 8, L=4) for r in recs], tmp_path / "d")
-    plots.plot_noisy([dict(r, sigma2=s2) for r in recs for s2 in (0.0, 1.0)], bayes,
+    fig1f.plot_accuracy_vs_d([dict(r, d=r["L"] * 8, L=4) for r in recs], tmp_path / "d")
+    fig2.plot_noisy([dict(r, sigma2=s2) for r in recs for s2 in (0.0, 1.0)], bayes,
                      tmp_path / "noisy")
-    plots.plot_panels([("(b) L", recs, "L"), ("(c) d", recs, "d")], tmp_path / "panels")
+    fig3.plot_panels([("(b) L", recs, "L"), ("(c) d", recs, "d")], tmp_path / "panels")
     rows = [{"L": L, "P": P, "top_alignment": 0.9, "bottom_alignment": -0.9,
              "relative_distance": 1.0 / P} for L in (16, 64) for P in (64, 256)]
-    plots.plot_max_margin(np.eye(8), np.eye(8), rows, tmp_path / "mm")
+    figC1.plot_max_margin(np.eye(8), np.eye(8), rows, tmp_path / "mm")
     plots.plot_heatmap(recs, tmp_path / "hm", lines=[("$L \\propto d^2$", 64, 4, 2.0)])
     assert len(drawn) == 6
     for fig in drawn:
@@ -118,7 +119,7 @@ def test_weight_images_share_one_colour_scale_per_task_with_a_colour_bar(tmp_pat
     rng = np.random.default_rng(0)
     shown = [(task, model, rng.normal(size=(4, 4)) * s, rng.normal(size=(4, 4)) * s)
              for task in ("PSVRT", "Pentomino") for model, s in (("rich", 3.0), ("lazy", 0.1))]
-    plots.plot_weight_images(shown, tmp_path / "a1")
+    figA1.plot_weight_images(shown, tmp_path / "a1")
     fig = drawn[0]
     images = [ax.images[0] for ax in fig.axes if ax.images]
     bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]

@@ -4,8 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from fastsd.plots import plot_accuracy_vs_d, plot_accuracy_vs_L
-from fastsd.presets import PRESETS, get_preset
+from fastsd.figures import PRESETS, get_preset
+from fastsd.figures.fig1f import plot_accuracy_vs_d
+from fastsd.plots import plot_accuracy_vs_L
 from fastsd.scan import (Cell, derive_task_seed, format_table, gamma_group, gamma_label,
                          gamma_name, lazy_gamma, summarize)
 from fastsd.theory import rich_test_accuracy
@@ -147,3 +148,16 @@ def test_figF1_is_the_published_activation_grid():
     np.testing.assert_allclose(np.log10(sorted({c.gamma for c in p.cells()})),
                                np.linspace(-5, 0, 11))
     assert {c.d for c in p.cells()} == {128, 256, 512, 1024}
+
+
+def test_every_figure_module_holds_its_settings_report_and_help():
+    from fastsd.figures import FIGURES, GRID_FIGURES, REGISTRY, Units
+    from fastsd.presets import Preset
+
+    assert FIGURES == tuple(REGISTRY) and set(GRID_FIGURES) < set(FIGURES)
+    for name, figure in REGISTRY.items():
+        assert (figure.FULL.name, figure.QUICK.name) == (name, name + "-quick")
+        kind = Preset if name in GRID_FIGURES else Units
+        assert isinstance(figure.FULL, kind) and isinstance(figure.QUICK, kind)
+        assert callable(figure.report) and (kind is Preset or callable(figure.collect))
+        assert figure.HELP and figure.QUICK_WALL_TIME.endswith(" s")

@@ -1,18 +1,40 @@
 """Resumable units of the figures that are no scan grid (Fig. 1a/1d, A1, C1).
 
-``run_units`` keeps one record per unit (a trained model, one (L, P) of the
-max-margin matrix) in a ``fastsd.store.ResultStore``, bound like a scan's
-store to the settings the units share, and computes only the units the store
-lacks, with a progress bar over units. Records come back as the store gives
-them (through JSON), so a figure drawn on the first run and on a rerun is
-drawn from the same numbers.
+Such a figure's settings are a ``Units`` (its store's name, title and shared
+settings); its ``collect`` computes the units through ``run_units``, which
+keeps one record per unit (a trained model, one (L, P) of the max-margin
+matrix) in a ``fastsd.store.ResultStore``, bound like a scan's store to the
+settings the units share, and computes only the units the store lacks, with a
+progress bar over units. Records come back as the store gives them (through
+JSON), so a figure drawn on the first run and on a rerun is drawn from the
+same numbers.
 """
 import json
+import os
 import time
+from dataclasses import dataclass
 
-from . import _progress, _stop
-from ._json import strict_json
-from .store import ResultStore
+from .. import _progress, _stop
+from .._json import strict_json
+from ..store import ResultStore
+
+
+@dataclass(frozen=True)
+class Units:
+    """The settings of a figure that is no scan grid: its name, title and shared settings.
+
+    ``name`` (the store's file stem, e.g. "figC1-quick") and ``title`` are as in
+    ``fastsd.presets.Preset``; ``settings`` is the JSON-ready dict the figure's
+    units are computed with.
+    """
+
+    name: str
+    title: str
+    settings: dict
+
+    def store(self, out):
+        """The path of the figure's store in the folder ``out``: ``<out>/<name>.jsonl``."""
+        return os.path.join(out, self.name + ".jsonl")
 
 
 def unit_key(unit):
@@ -94,3 +116,17 @@ def _first_by_key(records):
     for r in records:
         first.setdefault(r.get("key"), r)
     return first
+
+
+def train_models(task, units, settings, progress):
+    """Train one model per unit (its ``gamma``) on ``task`` in lockstep, with ``settings``.
+
+    ``settings`` holds the ensemble's ``seed``, ``width``, ``steps`` and
+    ``eval_every``; returns ``fastsd.mlp.train_ensemble``'s results, in the
+    order of ``units``.
+    """
+    from ..mlp import train_ensemble
+
+    return train_ensemble(task, [u["gamma"] for u in units], settings["seed"],
+                          width=settings["width"], steps=settings["steps"],
+                          eval_every=settings["eval_every"], progress=progress)

@@ -1,0 +1,123 @@
+"""Fig. A1: hidden weights as images, a rich and a lazy model on PSVRT and Pentomino (App. A).
+
+No scan grid: on each task (images two cells a side) the two models train in
+lockstep, and each is stored as a unit with its cell correlations and the
+weight images of its units with the largest and the most negative readout.
+"""
+from ..conventions import IMAGE_LAZY_GAMMA
+from ._units import Units, run_units, train_models
+
+HELP = "hidden weights as images, rich and lazy"
+QUICK_WALL_TIME = "7 s"
+_TITLE = "Fig. A1: parallel and antiparallel regions in hidden weights (App. A)"
+FULL = Units("figA1", _TITLE, dict(width=512, steps=20_000, eval_every=2000, seed=0))
+QUICK = Units("figA1-quick", _TITLE, dict(width=256, steps=3000, eval_every=500, seed=0))
+#: The tasks, images two cells a side (App. A), and the two models trained on each.
+TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
+         "Pentomino": dict(width=2, n_train_shapes=14)}
+MODELS = {"rich": 1.0, "lazy": IMAGE_LAZY_GAMMA}
+
+
+def collect(spec, out, progress=True):
+    """Train the models the store lacks, a task's together (``fastsd.figures``); return all.
+
+    ``spec.settings`` holds the training settings and ``seed``; one record per (task,
+    model), in the order of ``TASKS`` and ``MODELS``.
+    """
+    import numpy as np
+
+    from ..analysis import cell_correlations
+    from ..tasks import PSVRT, Pentomino
+
+    cfg = spec.settings
+    iu = np.triu_indices(4, 1)
+
+    def compute(units):
+        kind = units[0]["task"]
+        task = {"PSVRT": PSVRT, "Pentomino": Pentomino}[kind](**TASKS[kind], seed=cfg["seed"])
+        records = []
+        for r in train_models(task, units, cfg, progress):
+            w, a = r.final_params.w, r.final_params.a
+            corr = np.abs(cell_correlations(task, w)[:, iu[0], iu[1]])
+            top = np.argsort(-np.abs(a))[:16]
+            images = task.weights_as_images(w)
+            records.append({"best_test_accuracy": r.best_test_accuracy,
+                            "cell_correlation_top16": float(corr[top].mean()),
+                            "cell_correlation_all": float(corr.mean()),
+                            "image_largest_a": images[np.argmax(a)],
+                            "image_most_negative_a": images[np.argmin(a)]})
+        return records
+
+    units = [{"task": t, "model": m, "gamma": g} for t in TASKS for m, g in MODELS.items()]
+    store = spec.store(out)
+    return run_units(store, "weight_images", {**cfg, "tasks": TASKS}, units, compute,
+                     group=lambda u: u["task"], progress=progress,
+                     desc=f"{spec.name} models"), [store]
+
+
+def report(spec, records, prefix):
+    """Tabulate and draw Fig. A1 (``fastsd.figures``): cell correlations, weight images.
+
+    ``summary`` holds ``rows``, one per (task, model).
+    """
+    import numpy as np
+
+    cfg = spec.settings
+    rows = [{k: r[k] for k in ("task", "model", "gamma", "best_test_accuracy",
+                               "cell_correlation_top16", "cell_correlation_all")}
+            for r in records]
+    shown = [(r["task"], r["model"], np.array(r["image_largest_a"]),
+              np.array(r["image_most_negative_a"])) for r in records]
+    figures = plot_weight_images(shown, prefix, title=f"Fig. A1: hidden weights as images "
+                                 f"(m = {cfg['width']}, {cfg['steps']} steps)")
+    lines = [f"{'task':>10} {'model':>6} {'best acc':>9} {'|corr| top16':>13} {'|corr| all':>11}"]
+    for w in rows:
+        lines.append(f"{w['task']:>10} {w['model']:>6} {w['best_test_accuracy']:>9.3f} "
+                     f"{w['cell_correlation_top16']:>13.3f} {w['cell_correlation_all']:>11.3f}")
+    heading = ("mean |correlation| between the image cells a unit reads, over the 16 units with "
+               "the largest |a| and over all units")
+    return heading, "\n".join(lines), {"rows": rows}, figures
+
+
+def plot_weight_images(shown, out_prefix, title=None):
+    """Fig. A1: hidden weights as images, the units with the largest and the most negative a.
+
+    One column per model; the images of one task share a symmetric colour
+    scale, drawn as a colour bar beside that task's columns, so the small
+    weights of a lazy model show as faint next to a rich one (App. A).
+
+    Parameters
+    ----------
+    shown : sequence of (str, str, ndarray, ndarray)
+        Task, model and the two weight images (H, W) of one model: the unit
+        with the largest readout and the one with the most negative readout.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    import numpy as np
+
+    from .. import plots
+
+    fig = plots._new_figure(2.0 * len(shown) + 0.6 * len({t for t, *_ in shown}), 4.4)
+    axes = fig.subplots(2, len(shown), squeeze=False)
+    for task in dict.fromkeys(t for t, *_ in shown):
+        cols = [j for j, (t, *_) in enumerate(shown) if t == task]
+        vmax = max(float(np.abs(img).max()) for j in cols for img in shown[j][2:]) or 1.0
+        for j in cols:
+            _, model, top, bottom = shown[j]
+            for i, (img, which) in enumerate(((top, "largest a"), (bottom, "most negative a"))):
+                ax = axes[i, j]
+                im = ax.imshow(img, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                ax.set_title(f"{task}, {model}\n{which}", fontsize=7)
+        bar = fig.colorbar(im, ax=axes[:, cols].ravel().tolist(), shrink=0.8)
+        bar.set_label(f"{task} weight", fontsize=7)
+        bar.ax.tick_params(labelsize=6)
+    return plots._save(fig, out_prefix, title)

@@ -1,0 +1,129 @@
+"""Fig. C1: the max-margin matrix against its limit (Theorem 1, App. C.1) over (L, P).
+
+No scan grid: each (L, P) at one d is a unit, stored with its alignments and
+its matrix, so a rerun computes nothing and draws the last one the same.
+"""
+from ._units import Units, run_units
+
+HELP = "max-margin matrix and alignments (d=32)"
+QUICK_WALL_TIME = "1 s"
+_TITLE = "Fig. C1: max-margin matrix and its limit (Theorem 1)"
+FULL = Units("figC1", _TITLE, dict(d=32, Ls=(256, 4096, 65536), Ps=(1024, 16384, 262144)))
+QUICK = Units("figC1-quick", _TITLE, dict(d=32, Ls=(256,), Ps=(256, 1024, 4096, 16384)))
+
+
+def collect(spec, out, progress=True):
+    """Compute the (L, P) the store lacks (``fastsd.figures``); return every record, L-major.
+
+    ``spec.settings`` holds ``d`` and the ``Ls`` and ``Ps`` to cross.
+    """
+    from ..tasks import SameDifferent
+    from ..theory import max_margin
+
+    cfg = spec.settings
+
+    def compute(units):
+        (u,) = units
+        r = max_margin(SameDifferent(cfg["d"], u["L"], seed=u["L"]), u["P"], seed=u["P"])
+        return [{"top_alignment": r["top"]["alignment"],
+                 "bottom_alignment": r["bottom"]["alignment"],
+                 "relative_distance": r["relative_distance"], "matrix": r["matrix"]}]
+
+    store = spec.store(out)
+    return run_units(store, "max_margin", {"d": cfg["d"]},
+                     [{"L": L, "P": P} for L in cfg["Ls"] for P in cfg["Ps"]], compute,
+                     progress=progress, desc=f"{spec.name} (L, P)"), [store]
+
+
+def report(spec, records, prefix):
+    """Tabulate Fig. C1 (``fastsd.figures``): alignments and distance per (L, P); draw the last.
+
+    ``summary`` holds ``rows``, one per (L, P); the drawing shows the last (L, P)'s matrix.
+    """
+    import numpy as np
+
+    from ..theory import max_margin_ideal
+
+    d = spec.settings["d"]
+    rows = [{"d": d, **{k: r[k] for k in ("L", "P", "top_alignment", "bottom_alignment",
+                                          "relative_distance")}} for r in records]
+    last = records[-1]
+    title = f"Fig. C1: max-margin matrix, d = {d}, L = {last['L']}, P = {last['P']}"
+    figures = plot_max_margin(np.array(last["matrix"]), max_margin_ideal(d), rows, prefix,
+                              title=title)
+    lines = [f"{'d':>4} {'L':>6} {'P':>7} {'top':>8} {'bottom':>8} {'distance':>9}"]
+    for w in rows:
+        lines.append(f"{w['d']:>4} {w['L']:>6} {w['P']:>7} {w['top_alignment']:>+8.4f} "
+                     f"{w['bottom_alignment']:>+8.4f} {w['relative_distance']:>9.4f}")
+    heading = ("alignment v1.v2/(|v1||v2|) of the top and bottom eigenvectors of the max-margin "
+               "matrix, and its relative Frobenius distance to the limit")
+    return heading, "\n".join(lines), {"rows": rows}, figures
+
+
+def plot_max_margin(matrix, ideal, rows, out_prefix, title=None):
+    """Fig. C1: the empirical max-margin matrix beside its limit, and the alignments vs P.
+
+    The top panels show the matrix and its limit (Theorem 1, App. C.1) on one
+    colour scale; the bottom ones, per L against the number of pairs P, the
+    alignment v1.v2/(|v1||v2|) of the top (-> +1) and the bottom (-> -1)
+    eigenvector and the relative Frobenius distance to the limit.
+
+    Parameters
+    ----------
+    matrix, ideal : ndarray, shape (2d, 2d)
+        ``theory.max_margin(...)["matrix"]`` and ``theory.max_margin_ideal(d)``.
+    rows : sequence of dict
+        ``L``, ``P``, ``top_alignment``, ``bottom_alignment`` and
+        ``relative_distance`` per (L, P), as ``fastsd reproduce figC1`` tabulates.
+    out_prefix : str or os.PathLike
+        Output path without extension.
+    title : str, optional
+
+    Returns
+    -------
+    list of str
+        The PNG and SVG paths written.
+    """
+    import matplotlib
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter
+
+    from .. import plots
+
+    fig = plots._new_figure(7.2, 6.4)
+    (m_ax, i_ax), (a_ax, d_ax) = fig.subplots(2, 2)
+    vmax = float(np.abs(ideal).max())
+    for ax, mat, name in ((m_ax, matrix, "empirical"), (i_ax, ideal, "ideal (P, L → ∞)")):
+        im = ax.imshow(mat, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(im, ax=[m_ax, i_ax], shrink=0.8, label="matrix entry")
+    Ls = sorted({r["L"] for r in rows})
+    cmap = matplotlib.colormaps["viridis"]
+    for i, L in enumerate(Ls):
+        pts = sorted((r for r in rows if r["L"] == L), key=lambda r: r["P"])
+        P = [r["P"] for r in pts]
+        color = cmap(0.85 * i / max(len(Ls) - 1, 1))
+        a_ax.plot(P, [r["top_alignment"] for r in pts], "o-", ms=3, color=color,
+                  label=f"top, L = {L}")
+        a_ax.plot(P, [r["bottom_alignment"] for r in pts], "s--", ms=3, color=color,
+                  label=f"bottom, L = {L}")
+        d_ax.plot(P, [r["relative_distance"] for r in pts], "o-", ms=3, color=color,
+                  label=f"L = {L}")
+    a_ax.plot([0, 1, np.nan, 0, 1], [1, 1, np.nan, -1, -1], color="0.5", ls=":", lw=1,
+              transform=a_ax.get_yaxis_transform(), label="limits ±1")
+    a_ax.set_ylim(-1.1, 1.1)
+    a_ax.set_ylabel(r"alignment $v^1\cdot v^2/(|v^1||v^2|)$", fontsize=8)
+    a_ax.set_title("top and bottom eigenvectors", fontsize=9)
+    d_ax.set_yscale("log")
+    d_ax.set_ylabel("relative distance to the limit", fontsize=8)
+    d_ax.set_title("‖X − X∞‖ / ‖X∞‖ (Frobenius)", fontsize=9)
+    for ax in (a_ax, d_ax):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("sampled pairs P")
+        ax.legend(fontsize=7, frameon=False)
+    d_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    d_ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    return plots._save(fig, out_prefix, title)
