@@ -20,6 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ._validation import check_choice
 from .conventions import gamma_group, gamma_label
 from .theory import rich_test_accuracy
 
@@ -184,20 +185,28 @@ def _check_records(records, fixed):
     return values.pop()
 
 
-def plot_accuracy_vs_L(records, out_prefix, title=None):
-    """Fig. 1c: test accuracy against the number of training symbols L.
+#: The axis label of each quantity accuracy is drawn against.
+_AXIS_LABELS = {"L": "training symbols L", "d": "input dimension d"}
 
-    Adds the rich-regime prediction of Eq. 3 (dashed black, at integer L).
+
+def plot_accuracy_vs(records, axis, out_prefix, title=None):
+    """Fig. 1c (against L, at one d) and Fig. 1f (against d, at one L): test accuracy.
+
+    One curve per gamma, mean over seeds with a band, and the rich-regime
+    prediction of Eq. 3 as a dashed black line: at every integer L against L,
+    or at the records' L (it does not depend on d) against d.
 
     Parameters
     ----------
     records : sequence of dict
         Stored records (``d``, ``L``, ``gamma``, ``width``,
-        ``best_test_accuracy``), all with one d.
+        ``best_test_accuracy``), all with one value of the other quantity.
+    axis : {"L", "d"}
+        The quantity on the horizontal axis.
     out_prefix : str or os.PathLike
         Output path without extension.
     title : str, optional
-        Defaults to "d = <d>, m = <width>".
+        Defaults to "d = <d>, m = <width>" (or "L = <L>, ...").
 
     Returns
     -------
@@ -207,15 +216,22 @@ def plot_accuracy_vs_L(records, out_prefix, title=None):
     Raises
     ------
     ValueError
-        When ``records`` is empty or mixes several d.
+        When ``axis`` is not "L" or "d", or ``records`` is empty or mixes
+        several values of the other quantity.
     """
-    d = _check_records(records, "d")
+    check_choice("axis", axis, tuple(_AXIS_LABELS))
+    fixed = "d" if axis == "L" else "L"
+    value = _check_records(records, fixed)
     fig, ax = _new_axes()
-    banded = _draw_gammas(ax, records, "L")
-    Ls = np.arange(2, max(r["L"] for r in records) + 1)
-    ax.plot(Ls, rich_test_accuracy(Ls), "k--", lw=1.2, label="Eq. 3 (rich theory)")
-    return _finish(fig, ax, "training symbols L", out_prefix, banded,
-                   title or f"d = {d}, m = {records[0]['width']}")
+    banded = _draw_gammas(ax, records, axis)
+    if axis == "L":
+        Ls = np.arange(2, max(r["L"] for r in records) + 1)
+        ax.plot(Ls, rich_test_accuracy(Ls), "k--", lw=1.2, label="Eq. 3 (rich theory)")
+    else:
+        ax.axhline(float(rich_test_accuracy(value)), color="k", ls="--", lw=1.2,
+                   label=f"Eq. 3 at L = {value} (rich theory)")
+    return _finish(fig, ax, _AXIS_LABELS[axis], out_prefix, banded,
+                   title or f"{fixed} = {value}, m = {records[0]['width']}")
 
 
 def plot_heatmap(records, out_prefix, title=None, x="d", y="L", value="best_test_accuracy",

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from fastsd import plots
-from fastsd.figures import fig1f, fig2, fig3, figA1, figC1
+from fastsd.figures import fig2, fig3, figA1, figC1
 from fastsd.conventions import lazy_gamma
 
 
@@ -47,8 +47,8 @@ def test_every_line_and_the_band_are_in_the_legend(tmp_path, drawn):
     recs = _records()
     bayes = [{"sigma2": s2, "L": L, "prior": p, "accuracy": 0.8}
              for s2 in (0.0, 1.0) for L in (2, 4, 8) for p in ("generalizing", "memorizing")]
-    plots.plot_accuracy_vs_L(recs, tmp_path / "L")
-    fig1f.plot_accuracy_vs_d([dict(r, d=r["L"] * 8, L=4) for r in recs], tmp_path / "d")
+    plots.plot_accuracy_vs(recs, "L", tmp_path / "L")
+    plots.plot_accuracy_vs([dict(r, d=r["L"] * 8, L=4) for r in recs], "d", tmp_path / "d")
     fig2.plot_noisy([dict(r, sigma2=s2) for r in recs for s2 in (0.0, 1.0)], bayes,
                      tmp_path / "noisy")
     fig3.plot_panels([("(b) L", recs, "L"), ("(c) d", recs, "d")], tmp_path / "panels")
@@ -64,13 +64,13 @@ def test_every_line_and_the_band_are_in_the_legend(tmp_path, drawn):
 
 
 def test_no_band_entry_for_one_seed(tmp_path, drawn):
-    plots.plot_accuracy_vs_L(_records(seeds=1), tmp_path / "L")
+    plots.plot_accuracy_vs(_records(seeds=1), "L", tmp_path / "L")
     assert plots.BAND_LABEL not in _legend_texts(drawn[0])
 
 
 def test_the_band_is_the_bootstrap_interval_of_the_seeds(tmp_path, drawn):
     recs = _records()
-    plots.plot_accuracy_vs_L(recs, tmp_path / "L")
+    plots.plot_accuracy_vs(recs, "L", tmp_path / "L")
     ax = drawn[0].axes[0]
     rich = [c for c in ax.collections][-1]          # the last gamma group drawn is gamma = 1
     ys = rich.get_paths()[0].vertices[:, 1]

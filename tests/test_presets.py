@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from fastsd.figures import PRESETS, get_preset
-from fastsd.figures.fig1f import plot_accuracy_vs_d
-from fastsd.plots import plot_accuracy_vs_L
+from fastsd.plots import plot_accuracy_vs
 from fastsd.scan import (Cell, derive_task_seed, format_table, gamma_group, gamma_label,
                          gamma_name, lazy_gamma, summarize)
 from fastsd.theory import rich_test_accuracy
@@ -114,8 +113,8 @@ def test_summarize_groups_the_lazy_gamma_across_d():
 
 
 def test_plots_write_png_and_svg(tmp_path):
-    for fn, axis in ((plot_accuracy_vs_L, "L"), (plot_accuracy_vs_d, "d")):
-        paths = fn(_fake_records(axis), tmp_path / "figs" / axis)
+    for axis in ("L", "d"):
+        paths = plot_accuracy_vs(_fake_records(axis), axis, tmp_path / "figs" / axis)
         assert [p[-3:] for p in paths] == ["png", "svg"]
         for p in paths:
             with open(p, "rb") as fh:
@@ -124,9 +123,11 @@ def test_plots_write_png_and_svg(tmp_path):
 
 def test_plots_reject_mixed_grids(tmp_path):
     with pytest.raises(ValueError, match="one d"):
-        plot_accuracy_vs_L(_fake_records("d"), tmp_path / "x")
+        plot_accuracy_vs(_fake_records("d"), "L", tmp_path / "x")
     with pytest.raises(ValueError, match="at least one"):
-        plot_accuracy_vs_d([], tmp_path / "x")
+        plot_accuracy_vs([], "d", tmp_path / "x")
+    with pytest.raises(ValueError, match="`axis` must be one of 'L', 'd'"):
+        plot_accuracy_vs(_fake_records("d"), "gamma", tmp_path / "x")
 
 
 def test_every_preset_is_registered_under_its_name():

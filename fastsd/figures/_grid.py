@@ -26,24 +26,18 @@ def symbol_grid(ds, Ls, gammas, seeds, **common):
                                 **common)),)
 
 
-def report_accuracy(preset, records, prefix, plot):
-    """Tabulate and draw test accuracy against ``preset.axis``, one column per gamma.
+def report_accuracy(preset, records, prefix):
+    """Tabulate and draw test accuracy against ``preset.axis`` ("L" or "d"), a column per gamma.
 
-    ``preset`` has one "mlp" part; ``plot(records, prefix, title=...)`` draws it (e.g.
-    ``fastsd.plots.plot_accuracy_vs_L``); otherwise as every figure's ``report``
-    (``fastsd.figures``), with ``fastsd.scan.summarize``'s table as ``summary``.
+    ``preset`` has one "mlp" part, drawn by ``fastsd.plots.plot_accuracy_vs``;
+    otherwise as every figure's ``report`` (``fastsd.figures``), with
+    ``fastsd.scan.summarize``'s table as ``summary``.
     """
+    from ..plots import plot_accuracy_vs
     from ..scan import format_table, summarize
 
     mlp = records["mlp"]
-    figures = plot(mlp, prefix, title=preset.title)
+    figures = plot_accuracy_vs(mlp, preset.axis, prefix, title=preset.title)
     summary = summarize(mlp, preset.axis)
     heading = "mean best test accuracy over seeds; Eq.3 = rich-regime theory"
     return heading, format_table(summary), summary, figures
-
-
-def report_accuracy_vs_L(preset, records, prefix):
-    """``report_accuracy`` drawn with ``fastsd.plots.plot_accuracy_vs_L`` (Fig. 1c, C3)."""
-    from ..plots import plot_accuracy_vs_L
-
-    return report_accuracy(preset, records, prefix, plot_accuracy_vs_L)

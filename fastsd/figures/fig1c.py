@@ -1,7 +1,7 @@
 """Fig. 1c: test accuracy against the number of training symbols L (d = 256, m = 1024)."""
 from ..presets import Preset
 from ._grid import PAPER_GAMMAS, PAPER_TRAINING, QUICK_GAMMAS, QUICK_TRAINING, symbol_grid
-from ._grid import report_accuracy_vs_L
+from ._grid import report_accuracy
 
 HELP = "accuracy vs L (d=256)"
 QUICK_WALL_TIME = "11 s"
@@ -13,4 +13,4 @@ QUICK = Preset(
     symbol_grid([256], [2, 3, 4, 6, 8, 16], QUICK_GAMMAS, range(2), **QUICK_TRAINING))
 
 #: Its table and drawing: accuracy against L with Eq. 3, shared with the other L figures.
-report = report_accuracy_vs_L
+report = report_accuracy

@@ -5,7 +5,7 @@ L = 2..12, log10 gamma in {0, .4, ..., 2}. Drawn and tabulated as Fig. 1c.
 """
 from ..presets import Preset
 from ._grid import PAPER_TRAINING, QUICK_TRAINING, symbol_grid
-from ._grid import report_accuracy_vs_L
+from ._grid import report_accuracy
 
 HELP = "ultra-rich gamma up to 100, accuracy vs L (d=256)"
 QUICK_WALL_TIME = "10 s"
@@ -18,4 +18,4 @@ QUICK = Preset(
     symbol_grid([256], [2, 3, 4, 6, 8], GAMMAS[::2] + (100.0,), range(2), **QUICK_TRAINING))
 
 #: Its table and drawing: accuracy against L with Eq. 3, shared with the other L figures.
-report = report_accuracy_vs_L
+report = report_accuracy
