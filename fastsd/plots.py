@@ -40,6 +40,15 @@ def _new_axes():
     return fig, fig.add_subplot()
 
 
+def _signed_image(ax, image, vmax, title, fontsize):
+    """Draw a signed matrix or weight image on ``ax`` (blue < 0 < red, no ticks)."""
+    im = ax.imshow(image, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=fontsize)
+    return im
+
+
 #: The legend entry of the shaded bands.
 BAND_LABEL = "95% CI of the mean over seeds (bootstrap)"
 

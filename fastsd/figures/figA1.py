@@ -112,11 +112,7 @@ def plot_weight_images(shown, out_prefix, title=None):
         for j in cols:
             _, model, top, bottom = shown[j]
             for i, (img, which) in enumerate(((top, "largest a"), (bottom, "most negative a"))):
-                ax = axes[i, j]
-                im = ax.imshow(img, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-                ax.set_xticks([])
-                ax.set_yticks([])
-                ax.set_title(f"{task}, {model}\n{which}", fontsize=7)
+                im = plots._signed_image(axes[i, j], img, vmax, f"{task}, {model}\n{which}", 7)
         bar = fig.colorbar(im, ax=axes[:, cols].ravel().tolist(), shrink=0.8)
         bar.set_label(f"{task} weight", fontsize=7)
         bar.ax.tick_params(labelsize=6)

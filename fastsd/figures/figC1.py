@@ -94,10 +94,7 @@ def plot_max_margin(matrix, ideal, rows, out_prefix, title=None):
     (m_ax, i_ax), (a_ax, d_ax) = fig.subplots(2, 2)
     vmax = float(np.abs(ideal).max())
     for ax, mat, name in ((m_ax, matrix, "empirical"), (i_ax, ideal, "ideal (P, L → ∞)")):
-        im = ax.imshow(mat, cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-        ax.set_title(name, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        im = plots._signed_image(ax, mat, vmax, name, 9)
     fig.colorbar(im, ax=[m_ax, i_ax], shrink=0.8, label="matrix entry")
     Ls = sorted({r["L"] for r in rows})
     cmap = matplotlib.colormaps["viridis"]
