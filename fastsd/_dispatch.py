@@ -1,4 +1,4 @@
-"""Backend choice: "auto" | "numpy" | "cpu" (Numba) | "cuda" (Numba-CUDA, CuPy).
+"""Backend choice ("auto" | "numpy" | "cpu" | "cuda") and the registry of kernel families.
 
 ``resolve_backend`` is the one place that decides. A kernel family that runs
 on the GPU through Numba-CUDA alone (the walkers) asks for "cuda" with

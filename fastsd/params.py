@@ -25,6 +25,8 @@ from .conventions import is_lazy
 
 #: The default of a setting that must be given.
 REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+#: A value of no declared type (``Param.invalid`` of a choice).
+_STRANGER = type("Stranger", (), {"__repr__": lambda self: "<an object of no declared type>"})()
 KINDS = ("int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs")
 
 
@@ -126,7 +128,7 @@ class Param:
         Generated from the declared range: just outside it, a value of the
         wrong type, and (floats) non-finite values.
         """
-        out = [("x" if self.kind != "choice" else object(), (TypeError, ValueError))]
+        out = [("x" if self.kind != "choice" else _STRANGER, (TypeError, ValueError))]
         if self.kind in ("int", "seed", "batch_size", "pairs"):
             lo = {"seed": 0, "batch_size": 2, "pairs": 2}.get(self.kind, self.minimum)
             if lo is not None:

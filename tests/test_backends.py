@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from fastsd import SameDifferent, train, train_ensemble
 from fastsd._rng import train_streams
+from fastsd._dispatch import FAMILIES
 from fastsd.mlp import _cpu, _cpu_kernels
 from fastsd.mlp import _reference as ref
 from fastsd.mlp.model import Params, init_params
@@ -146,7 +147,10 @@ def check_against_reference(r, R, dtype, label=""):
                                    atol=10 * tol["disp"] * fscale + 1e-9 * fscale + 1e-12)
 
 
-BACKENDS = [("numpy", "dense"), ("cpu", "dense"), ("cpu", "symbol")]
+#: Every path of every host backend of the mlp family (the registry's; "cuda" runs the same
+#: comparisons at simulator sizes in test_cuda.py).
+BACKENDS = [(b, path) for b in FAMILIES["mlp"].available() if b != "cuda"
+            for path in FAMILIES["mlp"].module(b).ENGINES]
 
 gammas = st.one_of(st.just("lazy"), st.floats(-2.0, 1.0).map(lambda e: 10.0**e))
 
