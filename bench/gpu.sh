@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# One unattended session on a borrowed GPU, under 8 minutes, no internet needed.
+# One unattended session on a borrowed GPU, under 9 minutes, no internet needed.
 #
 #   OUT=/some/dir bash bench/gpu.sh        # default OUT: bench/out/gpu-<UTC time>
 #
 # From the repository root's parent or anywhere: it cds to the repository.
-# Steps, each under a timeout taken from one overall budget (BUDGET_S, default 420 s):
+# Steps, each under a timeout taken from one overall budget (BUDGET_S, default 540 s):
 #   1. environment: nvidia-smi, python, numpy/numba/cupy/numba-cuda/torch, what sees a GPU
 #      -> $OUT/gpu_env.json;
 #   2. if CuPy or Numba-CUDA is missing: pip install from local wheels ($WHEELS, default
 #      ./wheels) with --no-index, then (short timeout) from the index; the outcome is logged
 #      and a missing package is reported, never silently skipped (SKIP_INSTALL=1: no pip);
-#   3. the CUDA tests on the device (NUMBA_ENABLE_CUDASIM=0 pytest tests/test_cuda.py)
-#      -> $OUT/gpu_tests.log;
+#   3. the CUDA tests on the device (NUMBA_ENABLE_CUDASIM=0: tests/test_cuda.py, and the
+#      "cuda" cases of the walkers' and the backend registry's tests, whose walker loop is
+#      shared with the CPU through _jitcache.jitable) -> $OUT/gpu_tests.log;
 #   4. bench/bench_gpu.py (64-model ensemble, d=256, m=1024: model-steps/s against PyTorch
 #      CUDA eager and torch.func vmap, roofline fractions) -> $OUT/bench_gpu.jsonl, .txt;
 #   5. Fig. 1c quick on backend "cuda" (and, beside it in the background, on "cpu" for the
 #      comparison) -> $OUT/fig1c-{cuda,cpu}.json and their records;
-#   6. $OUT/gpu_summary.json: each step's exit status and time, what was missing, and the
+#   6. the full Fig. 1c (180 cells x 25k steps) on "cuda" with its wall time, in what is left
+#      of the budget (FULL_FIG1C=0 skips it) -> $OUT/fig1c-full-cuda.json;
+#   7. $OUT/gpu_summary.json: each step's exit status and time, what was missing, and the
 #      cuda-vs-cpu Fig. 1c table differences.
 set -u
 set -f   # no globbing: package names like numba-cuda[cu12] pass through as written
@@ -25,7 +28,7 @@ REPO=$(pwd)
 OUT=${OUT:-$REPO/bench/out/gpu-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-BUDGET_S=${BUDGET_S:-420}
+BUDGET_S=${BUDGET_S:-540}
 WHEELS=${WHEELS:-$REPO/wheels}
 START=$(date +%s)
 export NUMBA_ENABLE_CUDASIM=0
@@ -136,6 +139,8 @@ fi
 
 # -- 3. the CUDA tests on the device ----------------------------------------------------------
 step tests 150 "$OUT/gpu_tests.log" "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_cuda.py
+step tests-shared 90 "$OUT/gpu_tests_shared.log" "$PY" -m pytest -q -p no:cacheprovider -rs \
+    -k cuda tests/test_walkers.py tests/test_backend_registry.py tests/test_kernels_backends.py
 
 # -- 4. benchmark ----------------------------------------------------------------------------
 step bench 180 "$OUT/bench_gpu.txt" "$PY" bench/bench_gpu.py --out "$OUT/bench_gpu.jsonl"
@@ -152,7 +157,13 @@ CPU_JOB=$!
 step fig1c-cuda 150 "$OUT/fig1c-cuda.json" bash -c 'fig1c cuda'
 wait "$CPU_JOB"
 
-# -- 6. summary --------------------------------------------------------------------------------
+# -- 6. the full Fig. 1c on cuda ---------------------------------------------------------------
+if [ "${FULL_FIG1C:-1}" = 1 ]; then
+    step fig1c-full-cuda 240 "$OUT/fig1c-full-cuda.json" "$PY" -m fastsd reproduce fig1c --json \
+        --quiet --backend cuda --out "$OUT/fig1c-full-cuda"
+fi
+
+# -- 7. summary --------------------------------------------------------------------------------
 timeout 30 "$PY" - "$OUT" "$START" "$MISSING" <<'EOF' | tee "$OUT/gpu_summary.txt"
 import json, math, os, sys, time
 out, start, missing = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
