@@ -16,7 +16,7 @@ import warnings
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
 from .figures import FIGURES, GRID_FIGURES, REGISTRY
-from .params import BACKEND, LAZY_LIMIT, MLP, WALKERS
+from .params import BACKEND, CALIBRATE, LAZY_LIMIT, MLP, WALKERS
 from .scan import ScanError
 
 
@@ -82,6 +82,19 @@ def _add_reproduce_parser(sub):
     p.set_defaults(func=_cmd_reproduce)
 
 
+def _add_calibrate_parser(sub):
+    p = _add_command(
+        sub, "calibrate", "measure this machine's cost model of the training paths",
+        "Time the MLP's training engines on one thread at a few shapes (about 6 s), fit the "
+        "cost model that path='auto' and the scans use, and store it for "
+        "this machine (fastsd.mlp.costs; in ~/.cache/fastsd/costs/, or $XDG_CACHE_HOME/fastsd/"
+        "costs/). Without it, the shipped prices of the development machine are used.",
+        CALIBRATE)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the fitted model as JSON")
+    p.set_defaults(func=_cmd_calibrate)
+
+
 def _add_walkers_parser(sub):
     p = _add_command(
         sub, "walkers", "run the Markov walker ensemble of App. C.3",
@@ -116,6 +129,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train_parser(sub)
     _add_reproduce_parser(sub)
+    _add_calibrate_parser(sub)
     _add_walkers_parser(sub)
     _add_ntk_parser(sub)
     for command in sub.choices.values():       # so that a bad option shows its command's usage
@@ -197,6 +211,30 @@ def _executor(args):
             raise ValueError(f"`--dask` must be the address of a running Dask scheduler, e.g. "
                              f"tcp://host:8786; got {args.dask!r} ({exc}).") from None
     return None
+
+
+def _cmd_calibrate(args):
+    from .mlp import costs
+
+    model = costs.calibrate(args.backend, args.dtype, repeats=args.repeats, seconds=args.seconds,
+                            progress=not args.quiet)
+    if args.json:
+        print(json.dumps(dict(model.to_json(), file=costs.cache_path(model.backend)),
+                         sort_keys=True))
+        return
+    print(f"{model.describe()}\nstored in {costs.cache_path(model.backend)}")
+    print(f"  {'path':<7}{'L':>6}{'d':>6}{'m':>6}{'B':>5}{'models':>7}  {'measured':>11}"
+          f"{'model':>11}")
+    for pt in model.points:
+        sizes = {k: pt[k] for k in ("L", "input_dim", "width", "batch_size", "models", "drawn")}
+        pred = model.step_seconds(pt["path"], **sizes)
+        print(f"  {pt['path'] + ('*' if pt['drawn'] else ''):<7}{pt['L']:>6}{pt['d']:>6}"
+              f"{pt['width']:>6}{pt['batch_size']:>5}{pt['models']:>7}  "
+              f"{pt['seconds'] * 1e3:>8.3f} ms{pred * 1e3:>8.3f} ms")
+    print("  (ms per step on one thread; * noisy inputs, drawn every step)")
+    for d in (64, 256, 1024):
+        L = costs.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
+        print(f"  path='auto' at d = {d}, m = 1024, B = 128: symbol for L <= {L}, dense above")
 
 
 def _cmd_reproduce(args):

@@ -17,13 +17,14 @@ from ..conventions import is_lazy
 from ..params import MLP
 from ..tasks.base import Task
 from ..tasks.symbols import SameDifferent
+from . import costs
 from .evaluate import output
 from .model import Params, init_params
 
 PATHS = ("auto", "dense", "symbol")
 #: The mlp's backends: ``_reference``, ``_cpu`` and ``_cuda`` each define ``ENGINES`` (and,
-#: with two paths, ``step_costs``). Under the simulator the "cuda" engines hold NumPy
-#: arrays, so only a real GPU needs CuPy.
+#: with two paths, the form of their cost model: ``step_features``, ``fastsd.mlp.costs``).
+#: Under the simulator the "cuda" engines hold NumPy arrays, so only a real GPU needs CuPy.
 FAMILY = FAMILIES["mlp"]
 DTYPES = ("float32", "float64")
 BATCHES = ("host", "device")
@@ -165,26 +166,32 @@ def _test_sources(tasks, seed_seqs):
     return out
 
 
-def step_costs(L, batch_size, width, input_dim, backend="cpu"):
-    """Relative cost of one SGD step on the (symbol, dense) paths of a backend.
+def step_costs(L, batch_size, width, input_dim, backend="cpu", dtype="float32"):
+    """Predicted cost of one SGD step of one model on the (symbol, dense) paths of a backend.
 
     Parameters
     ----------
     L, batch_size, width, input_dim : int
         Training symbols, batch size B, hidden units m and input dimension p = 2d.
     backend : {"cpu", "cuda"}
-        A backend with both paths; its module's ``step_costs`` is the model.
+        A backend with both paths.
+    dtype : {"float32", "float64"}
 
     Returns
     -------
     (float, float)
-        Operation counts of a step in the symbol basis and on dense inputs.
+        Seconds per step, one thread, in the symbol basis and on dense inputs,
+        from the cost model that ``path="auto"`` uses (``fastsd.mlp.costs.load``:
+        this machine's calibration, else the shipped fallback prices).
     """
-    return FAMILY.module(backend).step_costs(L, batch_size, width, input_dim)
+    model = costs.load(backend, dtype)
+    sizes = dict(L=L, input_dim=input_dim, width=width, batch_size=batch_size)
+    return model.step_seconds("symbol", **sizes), model.step_seconds("dense", **sizes)
 
 
-def _choose_path(task, width, batch_size, path, backend, module):
-    """Pick one of the backend's paths (``module.ENGINES``): as asked, or by cost."""
+def _choose_path(task, width, batch_size, path, backend, module, dtype):
+    """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one for
+    this model alone by the backend's measured cost model (``fastsd.mlp.costs``)."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
@@ -196,8 +203,8 @@ def _choose_path(task, width, batch_size, path, backend, module):
         return path
     if len(module.ENGINES) == 1 or not task.has_symbol_basis:
         return "dense"
-    cost_symbol, cost_dense = module.step_costs(task.L, batch_size, width, task.input_dim)
-    return "symbol" if cost_symbol < cost_dense else "dense"
+    return costs.load(backend, dtype).choose(L=task.L, input_dim=task.input_dim, width=width,
+                                             batch_size=batch_size)
 
 
 def _is_many(value):
@@ -331,8 +338,10 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         only float64). No reduced precision (TF32, bf16) is offered.
     path : {"auto", "dense", "symbol"}
         "symbol" trains in the span of the L symbols at a cost independent of
-        d (clean symbol tasks only, "cpu" and "cuda" backends); "auto" picks
-        by cost.
+        d (clean symbol tasks only, "cpu" and "cuda" backends); "auto" picks,
+        per model as if it trained alone, the path the backend's measured cost
+        model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
+        this machine, else shipped prices) predicts to be faster.
     init : {"normal", "truncated"}
         See ``fastsd.mlp.model.init_params``.
     batches : {"host", "device"}, default "host"
@@ -394,7 +403,8 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
                              f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
                              f"{lr!r}).")
-    paths = [_choose_path(t, width, batch_size, path, backend, module) for t in tasks]
+    paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
+             for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
     check_fits(_memory_needs(tasks, paths, test_source, M, width, batch_size,
                              min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer))
