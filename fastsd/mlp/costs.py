@@ -1,7 +1,8 @@
 """Seconds per SGD step of the MLP's training paths, measured on this machine.
 
 ``path="auto"`` (``fastsd.train``, the scans) picks the training path that
-this model says is faster, and the scans order their groups by it.
+this model says is faster, and ``fastsd reproduce --dry-run`` and the scan's
+progress bar predict wall time with it.
 
 Model
     Each two-path backend module of the mlp family states what a step does

@@ -4,6 +4,7 @@ import inspect
 import math
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -374,6 +375,53 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
     """
+    plan = _plan(task, gamma, seed, width=width, steps=steps, batch_size=batch_size,
+                 alpha0=alpha0, eval_every=eval_every, n_test=n_test, backend=backend,
+                 dtype=dtype, path=path, init=init, batches=batches)
+    check_fits(plan.needs)
+    tasks, gammas, seed_seqs, M = plan.tasks, plan.gammas, plan.seed_seqs, len(plan.tasks)
+    width, steps, batch_size, eval_every, n_test = (
+        plan.width, plan.steps, plan.batch_size, plan.eval_every, plan.n_test)
+    backend, module, dtype, paths = plan.backend, plan.module, plan.dtype, plan.paths
+    alpha0s, scales, lrs, test_source = plan.alpha0s, plan.scales, plan.lrs, plan.test_source
+    start = time.perf_counter()
+    streams = [train_streams(s) for s in seed_seqs]
+    params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
+    engines = _engines(module, tasks, paths, params0, scales, lrs, dtype,
+                       streams if batches == "device" else None)
+    hist = _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, n_test,
+                  batches, progress)
+    wall = (time.perf_counter() - start) / M
+
+    inits, finals = [None] * M, [None] * M
+    for idx, eng in engines:
+        ini, fin = eng.params()
+        for j, k in enumerate(idx):
+            inits[k], finals[k] = ini[j], fin[j]
+    results = []
+    for k in range(M):
+        h = {name: arr[k] for name, arr in hist.items()}
+        h["step"] = h["step"].astype(int)
+        config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
+                      batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
+                      output_scale=scales[k],
+                      seed=recorded_seed(seed_seqs[k]),
+                      init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
+                      eval_every=eval_every, n_test=n_test, version=__version__)
+        results.append(TrainResult(
+            best_test_accuracy=float(h["test_accuracy"].max()),
+            final_test_accuracy=float(h["test_accuracy"][-1]),
+            history=h, initial_params=inits[k], final_params=finals[k],
+            config=config, wall_time=wall,
+            diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
+    return results
+
+
+def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_test, backend,
+          dtype, path, init, batches):
+    """``train_ensemble``'s arguments checked and resolved, before anything is allocated: the
+    models' tasks, gammas, seeds, learning rates, backend, dtype and paths, and the memory
+    they will need (``needs``)."""
     tasks, gammas, seeds, sizer = _models(task, gamma, seed)
     M = len(tasks)
     c = MLP.check(dict(width=width, steps=steps, batch_size=batch_size, eval_every=eval_every,
@@ -406,39 +454,40 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
              for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
-    check_fits(_memory_needs(tasks, paths, test_source, M, width, batch_size,
-                             min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer))
-    start = time.perf_counter()
-    streams = [train_streams(s) for s in seed_seqs]
-    params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
-    engines = _engines(module, tasks, paths, params0, scales, lrs, dtype,
-                       streams if batches == "device" else None)
-    hist = _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, n_test,
-                  batches, progress)
-    wall = (time.perf_counter() - start) / M
+    needs = _memory_needs(tasks, paths, test_source, M, width, batch_size,
+                          min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer)
+    return SimpleNamespace(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, width=width,
+                           steps=steps, batch_size=batch_size, eval_every=eval_every,
+                           n_test=n_test, backend=backend, module=module, dtype=dtype,
+                           paths=paths, alpha0s=alpha0s, scales=scales, lrs=lrs,
+                           test_source=test_source, needs=needs)
 
-    inits, finals = [None] * M, [None] * M
-    for idx, eng in engines:
-        ini, fin = eng.params()
-        for j, k in enumerate(idx):
-            inits[k], finals[k] = ini[j], fin[j]
-    results = []
-    for k in range(M):
-        h = {name: arr[k] for name, arr in hist.items()}
-        h["step"] = h["step"].astype(int)
-        config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
-                      batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
-                      output_scale=scales[k],
-                      seed=recorded_seed(seed_seqs[k]),
-                      init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
-                      eval_every=eval_every, n_test=n_test, version=__version__)
-        results.append(TrainResult(
-            best_test_accuracy=float(h["test_accuracy"].max()),
-            final_test_accuracy=float(h["test_accuracy"][-1]),
-            history=h, initial_params=inits[k], final_params=finals[k],
-            config=config, wall_time=wall,
-            diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
-    return results
+
+def memory_needs(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
+                 eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
+                 init="normal", batches="host"):
+    """What ``train_ensemble`` with these arguments would allocate, checked but not allocated.
+
+    Parameters
+    ----------
+    task, gamma, seed, width, steps, batch_size, alpha0, eval_every, n_test, backend, dtype,
+    path, init, batches
+        As ``train_ensemble``.
+
+    Returns
+    -------
+    list of fastsd._memory.Need
+        The allocations that scale with the sizes (their ``nbytes`` summed is
+        what ``train_ensemble`` checks against the memory available).
+
+    Raises
+    ------
+    ValueError, TypeError, BackendUnavailableError
+        As ``train_ensemble``.
+    """
+    return _plan(task, gamma, seed, width=width, steps=steps, batch_size=batch_size,
+                 alpha0=alpha0, eval_every=eval_every, n_test=n_test, backend=backend,
+                 dtype=dtype, path=path, init=init, batches=batches).needs
 
 
 def _models(task, gamma, seed):

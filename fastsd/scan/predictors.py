@@ -12,10 +12,12 @@ A predictor turns the settings of a cell into a record. It has three jobs:
   group. It runs in a worker process, so it must be a plain function of its
   arguments.
 
-``seconds(group, backend, dtype)`` predicts a group's wall time on one
-thread, None where the predictor has no model (the "mlp" predictors use the
-measured cost model of ``fastsd.mlp.costs``). ``cost(settings)`` orders the
-groups, largest first.
+Before a scan runs, ``seconds(group, backend, dtype)`` predicts a group's
+wall time on one thread and ``memory(group, backend, dtype)`` the bytes it
+allocates; both are None where the predictor has no model (the "mlp"
+predictors use the measured cost model of ``fastsd.mlp.costs`` and the
+memory needs of ``train_ensemble``). ``cost(settings)`` orders the groups,
+largest first.
 
 ``PREDICTORS`` maps the names that ``fastsd.scan.run`` accepts to them.
 """
@@ -107,6 +109,11 @@ class Predictor:
         where the predictor has no model of its time (the default)."""
         return None
 
+    def memory(self, group, backend="cpu", dtype=None):
+        """Bytes ``run_group(group)`` allocates in proportion to its sizes, or None where the
+        predictor has no model of them (the default)."""
+        return None
+
 
 class MLPPredictor(Predictor):
     """Finite-width centered ReLU MLPs trained with SGD (Sec. 2): ``fastsd.train_ensemble``.
@@ -150,6 +157,14 @@ class MLPPredictor(Predictor):
         s = group[0]
         return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=2 * s["d"],
                                  drawn=s["sigma2"] > 0, symbols=s["sigma2"] == 0)
+
+    def memory(self, group, backend="cpu", dtype=None):
+        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
+        from ..tasks import SameDifferent
+
+        c = Cell(**group[0])
+        task = SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
+        return _ensemble_memory(group, [task] * len(group), backend, dtype)
 
 
 class MLPImagePredictor(Predictor):
@@ -222,6 +237,10 @@ class MLPImagePredictor(Predictor):
         return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=side * side,
                                  drawn=True, symbols=False)
 
+    def memory(self, group, backend="cpu", dtype=None):
+        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
+        return _ensemble_memory(group, [self.make_task(group[0])] * len(group), backend, dtype)
+
     def run_group(self, group, backend="auto", dtype=None):
         from ..mlp import train_ensemble
 
@@ -254,6 +273,18 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, drawn, symbols):
                                n_test=s["n_test"], models=len(group),
                                sources=len({g["seed"] for g in group}), drawn=drawn,
                                extra_evals=1)
+
+
+def _ensemble_memory(group, tasks, backend, dtype):
+    """Bytes ``train_ensemble`` needs for a group of cells with these tasks."""
+    from ..mlp.train import memory_needs
+
+    s = group[0]
+    needs = memory_needs(tasks, [g["gamma"] for g in group], [g["seed"] for g in group],
+                         width=s["width"], steps=s["steps"], batch_size=s["batch_size"],
+                         alpha0=s["alpha0"], eval_every=s["eval_every"], n_test=s["n_test"],
+                         backend=backend, dtype=dtype, init=s["init"])
+    return sum(n.nbytes for n in needs)
 
 
 class TheoryPredictor(Predictor):
