@@ -174,7 +174,7 @@ class Family:
 
 #: The one registry: every kernel family, declared here, importable without importing it.
 FAMILIES = {f.name: f for f in (
-    # ENGINES: path -> engine class; with two paths, step_costs (fastsd.mlp._cpu)
+    # ENGINES: path -> engine class; with two paths, step_features (fastsd.mlp.costs)
     Family("mlp", "fastsd.mlp", ("ENGINES",), needs_cupy="device"),
     # the App. C.3 process: simulate, run (pre-drawn), buffers (memory needs)
     Family("walkers", "fastsd.walkers", ("simulate", "run", "buffers")),

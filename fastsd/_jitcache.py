@@ -8,9 +8,11 @@ changed, until someone cleared ``__pycache__`` by hand. ``njit`` here is
 ``numba.njit(cache=True)`` with the cache in a folder named by a hash of
 every fastsd source file: any change to any of them compiles afresh (about
 30 s on 2 cores), and nothing stale is ever loaded. The folder sits under
-``NUMBA_CACHE_DIR`` when that is set, else under ``$XDG_CACHE_HOME`` (default
-``~/.cache``) in ``fastsd/numba/``. Only fastsd's own kernels go there: the
-setting is held while each of them is decorated, then restored.
+``NUMBA_CACHE_DIR`` when that is set, else in ``numba/`` under fastsd's cache
+root, ``cache_root()``: ``$XDG_CACHE_HOME/fastsd`` (default ``~/.cache/fastsd``),
+where the measured cost model of the training paths (``fastsd.mlp.costs``) is
+kept too. Only fastsd's own kernels go there: the setting is held while each of
+them is decorated, then restored.
 
 ``jitable`` marks a plain Python function as callable from compiled code on
 every target (the walkers' generator and loop, shared by the CPU kernels, the
@@ -26,13 +28,33 @@ import numba
 PACKAGE = pathlib.Path(__file__).resolve().parent
 
 
-def source_hash(root=PACKAGE):
-    """A 16-hex-digit hash of the relative paths and bytes of every ``.py`` file under ``root``."""
+def source_hash(root=PACKAGE, parts=None):
+    """A 16-hex-digit hash of the relative paths and bytes of every ``.py`` file under ``root``.
+
+    ``parts``, when given, limits it to the files whose relative path (with
+    "/") starts with one of these prefixes, e.g. ``("mlp/", "_numerics.py")``.
+    """
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        rel = path.relative_to(root).as_posix()
+        if parts is not None and not rel.startswith(tuple(parts)):
+            continue
+        h.update(rel.encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def cache_root(environ=None):
+    """fastsd's cache folder: ``$XDG_CACHE_HOME/fastsd``, default ``~/.cache/fastsd``.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Environment variables (default ``os.environ``).
+    """
+    environ = os.environ if environ is None else environ
+    return os.path.join(environ.get("XDG_CACHE_HOME")
+                        or os.path.join(os.path.expanduser("~"), ".cache"), "fastsd")
 
 
 def cache_dir(environ=None, root=PACKAGE):
@@ -46,9 +68,7 @@ def cache_dir(environ=None, root=PACKAGE):
     root : pathlib.Path, default the fastsd package
     """
     environ = os.environ if environ is None else environ
-    base = environ.get("NUMBA_CACHE_DIR") or os.path.join(
-        environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "fastsd", "numba")
+    base = environ.get("NUMBA_CACHE_DIR") or os.path.join(cache_root(environ), "numba")
     return os.path.join(base, f"fastsd-{source_hash(root)}")
 
 

@@ -14,6 +14,9 @@ class _NoBar:
     def update(self, n=1):
         """Do nothing (tqdm's ``update``)."""
 
+    def set_postfix_str(self, s="", refresh=True):
+        """Do nothing (tqdm's ``set_postfix_str``)."""
+
 
 def bar(show, **kwargs):
     """A context manager giving a tqdm bar when ``show``, else a stand-in with ``update``.

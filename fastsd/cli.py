@@ -16,7 +16,7 @@ import warnings
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
 from .figures import FIGURES, GRID_FIGURES, REGISTRY
-from .params import BACKEND, LAZY_LIMIT, MLP, WALKERS
+from .params import BACKEND, CALIBRATE, LAZY_LIMIT, MLP, WALKERS
 from .scan import ScanError
 
 
@@ -79,7 +79,24 @@ def _add_reproduce_parser(sub):
                             "(e.g. tcp://host:8786); needs the [dist] extra")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--dry-run", action="store_true",
+                   help="run and write nothing: print the cells, how many DIR already has, the "
+                        "predicted wall time on this machine (fastsd calibrate's cost model) "
+                        "and the memory needed")
     p.set_defaults(func=_cmd_reproduce)
+
+
+def _add_calibrate_parser(sub):
+    p = _add_command(
+        sub, "calibrate", "measure this machine's cost model of the training paths",
+        "Time the MLP's training engines on one thread at a few shapes (about 6 s), fit the "
+        "cost model that path='auto' and `fastsd reproduce --dry-run` use, and store it for "
+        "this machine (fastsd.mlp.costs; in ~/.cache/fastsd/costs/, or $XDG_CACHE_HOME/fastsd/"
+        "costs/). Without it, the shipped prices of the development machine are used.",
+        CALIBRATE)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the fitted model as JSON")
+    p.set_defaults(func=_cmd_calibrate)
 
 
 def _add_walkers_parser(sub):
@@ -116,6 +133,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train_parser(sub)
     _add_reproduce_parser(sub)
+    _add_calibrate_parser(sub)
     _add_walkers_parser(sub)
     _add_ntk_parser(sub)
     for command in sub.choices.values():       # so that a bad option shows its command's usage
@@ -199,18 +217,99 @@ def _executor(args):
     return None
 
 
+def _cmd_calibrate(args):
+    from .mlp import costs
+
+    model = costs.calibrate(args.backend, args.dtype, repeats=args.repeats, seconds=args.seconds,
+                            progress=not args.quiet)
+    if args.json:
+        print(json.dumps(dict(model.to_json(), file=costs.cache_path(model.backend)),
+                         sort_keys=True))
+        return
+    print(f"{model.describe()}\nstored in {costs.cache_path(model.backend)}")
+    print(f"  {'path':<7}{'L':>6}{'d':>6}{'m':>6}{'B':>5}{'models':>7}  {'measured':>11}"
+          f"{'model':>11}")
+    for pt in model.points:
+        sizes = {k: pt[k] for k in ("L", "input_dim", "width", "batch_size", "models", "drawn")}
+        pred = model.step_seconds(pt["path"], **sizes)
+        print(f"  {pt['path'] + ('*' if pt['drawn'] else ''):<7}{pt['L']:>6}{pt['d']:>6}"
+              f"{pt['width']:>6}{pt['batch_size']:>5}{pt['models']:>7}  "
+              f"{pt['seconds'] * 1e3:>8.3f} ms{pred * 1e3:>8.3f} ms")
+    print("  (ms per step on one thread; * noisy inputs, drawn every step)")
+    for d in (64, 256, 1024):
+        L = costs.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
+        print(f"  path='auto' at d = {d}, m = 1024, B = 128: symbol for L <= {L}, dense above")
+
+
+def _print_plan(result):
+    from ._memory import fmt_bytes
+    from .scan.runner import _clock
+
+    print(f"{result['title']}\n[{result['figure']}: dry run, nothing was run or written]")
+    if not result["grid"]:
+        print("  not a scan grid (trained models and matrices, computed by the figure): "
+              "cells, time and memory not modelled")
+        return
+    workers = result["workers"]
+    on = f" on {workers} worker{'s' * (workers != 1)}" if workers else ""
+    for part in result["parts"]:
+        name = part["label"] if part["label"] == part["predictor"] else \
+            f"{part['label']} ({part['predictor']})"
+        print(f"  {name}: {part['cells']} cells, {part['done']} "
+              f"in {part['store']}; {part['remaining']} to compute in {part['groups']} groups")
+        if part["remaining"] == 0:
+            continue
+        if part["modelled"]:
+            wall = f"{_clock(part['seconds'])}{on}, " if part["seconds"] is not None else ""
+            print(f"    predicted {wall}{part['work_seconds'] / 3600:.2f} core-hours of work")
+        else:
+            print(f"    time not modelled (predictor {part['predictor']!r})")
+        if part["memory_bytes"] is not None:
+            print(f"    memory: {fmt_bytes(part['memory_bytes'])} for the largest group")
+    models = sorted({p["cost_model"] for p in result["parts"] if p["cost_model"]})
+    for m in models:
+        print(f"  {m}")
+    if result["seconds"] is not None:
+        total = f"predicted {_clock(result['seconds'])}{on}"
+    elif result["modelled_seconds"]:
+        total = (f"predicted {_clock(result['modelled_seconds'])}{on} for the modelled parts; "
+                 "the others not modelled")
+    else:
+        total = "time not predicted"
+    memory = ""
+    if result["peak_memory_bytes"] is not None:
+        avail = result["available_bytes"]
+        memory = (f"; memory {fmt_bytes(result['peak_memory_bytes'])} at most at once"
+                  + (f" ({fmt_bytes(avail)} available)" if avail is not None else ""))
+    print(f"  total: {result['remaining']} of {result['cells']} cells to compute, {total}{memory}")
+
+
 def _cmd_reproduce(args):
-    from .reproduce import reproduce
+    from .reproduce import plan, reproduce
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"`--out` must be a folder; got {args.out!r}, which is a file.")
+    figures = FIGURES if args.figure == "all" else (args.figure,)
+    if args.dry_run:
+        executor = _executor(args)
+        try:
+            for figure in figures:
+                result = plan(figure, quick=args.quick, out=args.out, backend=args.backend,
+                              executor=executor)
+                if args.json:
+                    print(json.dumps(result, sort_keys=True))
+                else:
+                    _print_plan(result)
+        finally:
+            if executor not in (None, "serial"):
+                executor.close()
+        return
     try:                                    # fail on a bad --out before any training
         os.makedirs(args.out, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"`--out` must be a folder that exists or can be created; got "
                          f"{args.out!r} ({exc.strerror or exc}).") from None
     executor = _executor(args)
-    figures = FIGURES if args.figure == "all" else (args.figure,)
     try:
         for figure in figures:
             result = reproduce(figure, quick=args.quick, out=args.out, backend=args.backend,

@@ -10,8 +10,9 @@ the bad-value tests from the declared ranges (``Param.invalid``).
 Specs: ``MLP`` (a trained network on the symbol task: ``fastsd.train``, the
 "mlp" scan cell, ``fastsd train``), ``LAZY_LIMIT`` (``fastsd.kernels.lazy_limit``,
 the "lazy_limit" cell, ``fastsd ntk``), ``WALKERS`` (``fastsd.walkers.simulate``,
-the "walkers" cell, ``fastsd walkers``) and ``BAYES`` (``fastsd.bayes.accuracy``
-through the "bayes" cell).
+the "walkers" cell, ``fastsd walkers``), ``BAYES`` (``fastsd.bayes.accuracy``
+through the "bayes" cell) and ``CALIBRATE`` (``fastsd.mlp.costs.calibrate``,
+``fastsd calibrate``).
 """
 import argparse
 import math
@@ -290,6 +291,13 @@ WALKERS = Spec(
     Param("n_walkers", "int", "independent walkers (runs)", 100, minimum=1),
     seed_param(),
     Param("walker_offset", "int", "global index of the first walker", 0, minimum=0),
+)
+
+CALIBRATE = Spec(
+    Param("dtype", "choice", "floating-point type of the training arithmetic to measure",
+          "float32", choices=("float32", "float64")),
+    Param("repeats", "int", "timed runs per shape; the fastest is kept", 3, minimum=1),
+    Param("seconds", "float", "length of each timed run, in seconds", 0.1, positive=True),
 )
 
 BAYES = Spec(

@@ -85,6 +85,72 @@ def _run_parts(preset, stores, backend, progress):
             raise
 
 
+def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
+    """What ``reproduce`` would run, and its predicted time and memory; nothing is run or written.
+
+    Each part of the figure's grid is planned by ``fastsd.scan.plan``: its
+    cells, those already in ``<out>/<name>.jsonl``, and, for the "mlp" and
+    "mlp_image" predictors, the predicted wall time on this machine (the
+    measured cost model of ``fastsd.mlp.costs``) and the memory of the
+    largest group. The parts' groups share the local workers (as
+    ``run_preset`` runs them side by side), so the figure's time is that of
+    all its groups on those workers. No folder, store, lock or figure is
+    created.
+
+    Parameters
+    ----------
+    figure, quick, out, backend, executor
+        As ``reproduce``. With an executor of unknown size (a Dask client)
+        the wall time is not predicted; the work (seconds on one thread) is.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``figure`` (the settings' name), ``title``, ``dry_run``
+        (True), ``grid`` (False for a figure that is no scan grid, whose time
+        is not modelled), ``parts`` (per part: its label and
+        ``fastsd.scan.Plan.to_json()``), ``cells``, ``done``, ``remaining``,
+        ``workers``, ``seconds`` (the predicted wall time of the remaining
+        cells; None where a part is not modelled), ``modelled_seconds`` (that
+        of the modelled parts), ``memory_bytes`` and ``peak_memory_bytes``
+        (the largest group, and the most that runs at once), ``available_bytes``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown figure, or a store of a different grid.
+    """
+    from ._dispatch import BACKENDS
+    from ._memory import available_bytes
+    from .scan import plan as plan_grid
+    from .scan.runner import predicted_wall
+
+    fig = get_figure(figure)
+    check_choice("backend", backend, BACKENDS)
+    out = os.fspath(out)
+    spec = fig.QUICK if quick else fig.FULL
+    result = {"figure": spec.name, "title": spec.title, "dry_run": True,
+              "grid": isinstance(spec, Preset), "parts": [], "available_bytes": available_bytes()}
+    if not isinstance(spec, Preset):
+        return dict(result, cells=None, done=None, remaining=None, workers=None, seconds=None,
+                    modelled_seconds=None, memory_bytes=None, peak_memory_bytes=None)
+    plans = []
+    for label, predictor, grid in spec.parts:
+        store = os.path.join(out, spec.store_name(label) + ".jsonl")
+        plans.append(plan_grid(grid, predictor, store, executor, backend=backend))
+        result["parts"].append(dict(plans[-1].to_json(), label=label))
+    workers = plans[0].workers
+    modelled = [s for p in plans if p.modelled for s in p.group_seconds]
+    wall = None if workers is None else predicted_wall(modelled, workers) if modelled else 0.0
+    memory = [m for p in plans for m in p.group_memory if m is not None]
+    return dict(result, cells=sum(p.cells for p in plans), done=sum(p.done for p in plans),
+                remaining=sum(p.remaining for p in plans), workers=workers,
+                seconds=wall if all(p.modelled for p in plans) else None,
+                modelled_seconds=wall, memory_bytes=max(memory) if memory else None,
+                peak_memory_bytes=sum(sorted(memory, reverse=True)[:workers or 1])
+                if memory else None)
+
+
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
               executor=None):
     """Run, draw and tabulate one figure of the paper.

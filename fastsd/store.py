@@ -150,13 +150,28 @@ class ResultStore:
         >>> store.grid_signature()
         {'axes': ['L', 'seed'], 'fixed': {}, 'predictor': 'mlp'}
         """
+        signature, bound = self._merged(signature, defaults)
+        if signature != bound:
+            self._write_grid(signature)
+
+    def check_binding(self, signature, defaults=None):
+        """Return the signature ``bind`` would bind the store to, writing nothing.
+
+        Raises
+        ------
+        ValueError
+            As ``bind``, when the store belongs to a different grid.
+        """
+        return self._merged(signature, defaults)[0]
+
+    def _merged(self, signature, defaults):
+        """(the signature to bind, the one bound now or None), or raise naming a conflict."""
         defaults = _json_ready(defaults or {})
         signature = _with_defaults(_json_ready(signature), defaults)
         bound = self.grid_signature()
         if bound is not None:
             signature = self._union(_with_defaults(bound, defaults), signature)
-        if signature != bound:
-            self._write_grid(signature)
+        return signature, bound
 
     def _union(self, bound, new):
         """Return the signature of both grids' cells, or raise naming the first conflict."""

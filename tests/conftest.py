@@ -3,7 +3,9 @@
 CUDA kernels run on Numba's CPU simulator in the normal suite, so that they
 are tested on machines without a GPU. On a GPU machine, run the suite with
 ``NUMBA_ENABLE_CUDASIM=0`` to test them on the device instead. This must be
-set before Numba is first imported, hence here.
+set before Numba is first imported, hence here. ``FASTSD_COSTS=fallback``: the
+training paths are chosen by the shipped cost model (fastsd.mlp.costs) on
+every machine.
 
 Hypothesis profiles: "ci" is deterministic (``derandomize=True``: the same
 examples on every run, no example database) with more examples for the
@@ -19,6 +21,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# path="auto" prices the paths with the shipped fallback prices, not with a calibration this
+# machine may have stored (fastsd calibrate), so that it picks the same paths everywhere.
+os.environ.setdefault("FASTSD_COSTS", "fallback")
 
 settings.register_profile("ci", derandomize=True, database=None, max_examples=200,
                           deadline=None, print_blob=True,

@@ -71,7 +71,8 @@ def test_bad_usage_exits_2(args, capsys):
     assert exc.value.code == 2
 
 
-@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["reproduce", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["reproduce", "--help"],
+                                  ["calibrate", "--help"]])
 def test_help_exits_0(args):
     proc = _run(*args)
     assert proc.returncode == 0 and "usage: fastsd" in proc.stdout

@@ -4,7 +4,11 @@ The mlp family's interface (``fastsd.mlp.train.FAMILY``): every backend module
 (``_reference``, ``_cpu``, ``_cuda``) defines ``ENGINES``, its paths ("dense",
 and "symbol" where it has one) mapped to engine classes built as
 ``Engine(tasks, params0, scales, lrs, dtype)``, and, where it has two paths,
-``step_costs``, the cost model that ``path="auto"`` compares. Each engine
+the form of its cost model, which ``fastsd.mlp.costs`` prices in seconds and
+``path="auto"`` compares: ``step_features`` and ``eval_features`` (what a
+step and an evaluation do, in counted units), ``FALLBACK_PRICES`` (seconds
+per unit, shipped) and, where it can be measured, ``CALIBRATION`` (the shapes
+that ``fastsd calibrate`` times). Each engine
 trains a group of models in lockstep and exposes the same three operations,
 so that ``train`` and ``train_ensemble`` need not know the path:
 
@@ -19,6 +23,7 @@ so that ``train`` and ``train_ensemble`` need not know the path:
     (initial, final) lists of ``Params`` in float64.
 """
 import hashlib
+import math
 
 import numpy as np
 from scipy.linalg import blas
@@ -255,18 +260,124 @@ class SymbolEngine(_DisplacementEngine):
 ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
 
 
-def step_costs(L, batch_size, width, input_dim):
-    """Relative cost of one SGD step on the (symbol, dense) paths (``_cpu_kernels``).
+# -- the form of this backend's cost model (priced in seconds by fastsd.mlp.costs) ------
+
+def _distinct(n, draws):
+    """Expected number of distinct values among ``draws`` uniform draws from ``n`` values."""
+    if draws <= 0:
+        return 0.0
+    return n * -math.expm1(draws * math.log1p(-1.0 / n)) if n > 1 else 1.0
+
+
+def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
+    """What one SGD step of ``models`` models does on ``path``, in the cost model's units.
+
+    Dense path (``DenseEngine.run``), per model: the Python calls of a step
+    ("model"), the fused kernel over B x m units ("unit"), the gathered inputs
+    ("input"), the read-modify-write of the p x m weights ("weights"), the
+    multiply-adds of the GEMMs ("gemm": two of B x p x m on a clean symbol
+    task, whose h0 is a lookup, three when the inputs are drawn each step)
+    and, for drawn inputs (noise, images), the drawn elements ("draw").
+    Symbol path (``symbol_chunk``), per model: the expected distinct pairs of
+    a batch times m ("pair": forward and backward), the rows of Q = K C
+    updated, L times the distinct symbols of a batch's side times m, on both
+    sides ("update"), and the 2 L x L entries of K that the update visits
+    ("gram"). "step" is the work shared by the ensemble's models.
 
     Parameters
     ----------
+    path : {"dense", "symbol"}
     L, batch_size, width, input_dim : int
-        Training symbols, batch size B, hidden units m and input dimension p = 2d.
+        Training symbols, batch size B, hidden units m and input dimension p.
+    models : int, default 1
+        Models trained in lockstep (on one thread).
+    drawn : bool, default False
+        Whether the inputs are drawn each step (a noisy or visual task).
 
     Returns
     -------
-    (float, float)
-        Operation counts of a step in the symbol basis and on dense inputs.
+    dict of str to float
+        Counts by unit; every count grows with every size.
     """
-    L, B, m, p = L, batch_size, width, input_dim
-    return float(2 * L * min(L, B) * m + 4 * B * m), float(3 * B * p * m)
+    M, B, m, p = models, batch_size, width, input_dim
+    if path == "dense":
+        return {"step": 1.0, "model": M, "unit": M * B * m, "input": M * B * p,
+                "weights": M * p * m, "gemm": M * (3 if drawn else 2) * B * p * m,
+                "draw": M * B * p if drawn else 0.0}
+    pairs = _distinct(L, B / 2) + _distinct(L * (L - 1), B / 2)
+    return {"step": 1.0, "model": M, "pair": M * pairs * m,
+            "update": M * 2 * L * _distinct(L, B) * m, "gram": M * 2 * L * L}
+
+
+def eval_features(input_dim, width, n_test, models=1, sources=1):
+    """What one test evaluation does, in the dense path's units (on either path).
+
+    ``sources`` distinct test sets (one per seed of the ensemble) of ``n_test``
+    pairs are drawn and multiplied by their w0 once; each model then forms
+    its displacement's preactivations and its outputs. The symbol path's
+    cheaper basis for the displacement is not counted (an upper bound).
+    """
+    M, m, p, n = models, width, input_dim, n_test
+    return {"model": M, "unit": M * n * m, "input": M * n * p,
+            "gemm": (M + sources) * n * p * m, "draw": sources * n * p}
+
+
+#: Shapes timed by ``fastsd calibrate`` (``fastsd.mlp.costs.calibrate``): (path, L, d, m,
+#: B, models, drawn), each chosen to weigh one unit of ``step_features`` more than the
+#: others, so that the fit can tell them apart.
+CALIBRATION = (
+    ("dense", 16, 16, 32, 8, 1, False), ("dense", 16, 16, 32, 8, 4, False),
+    ("dense", 16, 32, 2048, 128, 2, False), ("dense", 16, 64, 1024, 128, 6, False),
+    ("dense", 16, 256, 1024, 128, 6, False), ("dense", 16, 256, 128, 128, 2, False),
+    ("dense", 16, 1024, 1024, 8, 4, False), ("dense", 16, 1024, 1024, 128, 4, False),
+    ("dense", 16, 128, 512, 128, 2, True),
+    ("symbol", 4, 16, 32, 8, 1, False), ("symbol", 4, 16, 32, 8, 4, False),
+    ("symbol", 16, 16, 1024, 128, 1, False), ("symbol", 8, 16, 2048, 256, 1, False),
+    ("symbol", 64, 16, 1024, 128, 1, False), ("symbol", 256, 16, 1024, 128, 1, False),
+    ("symbol", 1024, 16, 1024, 128, 1, False), ("symbol", 1024, 16, 256, 32, 1, False),
+    ("symbol", 2048, 16, 128, 8, 1, False),
+)
+
+#: Seconds per unit of each path's features on one thread, fitted (``fastsd.mlp.costs.fit``)
+#: to the fastest of four runs of ``CALIBRATION`` on the 2-core development machine (AMD
+#: EPYC, AVX2, SciPy's OpenBLAS; 2026-12-01); used where this machine has no calibration of
+#: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
+#: up to L = 123 at d = 64, 309 at d = 256 and 958 at d = 1024.
+FALLBACK_MACHINE = {"cpu": "AMD EPYC", "cores": 2, "measured": "2026-12-01"}
+FALLBACK_PRICES = {
+    "float32": {
+        "dense": {"step": 3.631e-06, "model": 1.251e-05, "unit": 1.816e-09, "input": 5.7e-10,
+                  "weights": 6.034e-10, "gemm": 1.862e-11, "draw": 8.965e-09},
+        "symbol": {"step": 1.72e-07, "model": 6.21e-07, "pair": 5.661e-10, "update": 4.35e-11,
+                   "gram": 7.405e-10}},
+    "float64": {
+        "dense": {"step": 4.597e-06, "model": 1.142e-05, "unit": 3.486e-09, "input": 0.0,
+                  "weights": 1.045e-09, "gemm": 3.853e-11, "draw": 1.432e-08},
+        "symbol": {"step": 1.666e-07, "model": 6.345e-07, "pair": 1.304e-09, "update": 9.126e-11,
+                   "gram": 1.023e-09}},
+}
+
+#: What the shipped prices are checked against (tests/test_costs.py): seconds per step of 6
+#: models of one seed, m = 1024, B = 128, float32, one thread, on each path, timed side by
+#: side by bench/bench_paths.py on the development machine (busy with other jobs; the
+#: fastest of 3 to 8 alternating runs over 4 runs of the bench, 2026-12-01), by (L, d).
+FALLBACK_CHECK = {"models": 6, "width": 1024, "batch_size": 128, "points": {
+    (16, 64): {"dense": 6.58e-3, "symbol": 0.40e-3},
+    (64, 64): {"dense": 6.67e-3, "symbol": 2.29e-3},
+    (128, 64): {"dense": 7.47e-3, "symbol": 6.78e-3},
+    (256, 64): {"dense": 6.81e-3, "symbol": 20.74e-3},
+    (512, 64): {"dense": 7.84e-3, "symbol": 44.92e-3},
+    (1024, 64): {"dense": 7.43e-3, "symbol": 102.06e-3},
+    (16, 256): {"dense": 20.81e-3, "symbol": 0.38e-3},
+    (64, 256): {"dense": 22.19e-3, "symbol": 2.43e-3},
+    (128, 256): {"dense": 20.59e-3, "symbol": 7.40e-3},
+    (256, 256): {"dense": 21.23e-3, "symbol": 17.88e-3},
+    (512, 256): {"dense": 22.00e-3, "symbol": 48.69e-3},
+    (1024, 256): {"dense": 23.92e-3, "symbol": 110.29e-3},
+    (16, 1024): {"dense": 83.24e-3, "symbol": 0.44e-3},
+    (64, 1024): {"dense": 80.54e-3, "symbol": 2.59e-3},
+    (128, 1024): {"dense": 80.63e-3, "symbol": 7.64e-3},
+    (256, 1024): {"dense": 79.49e-3, "symbol": 18.48e-3},
+    (512, 1024): {"dense": 72.08e-3, "symbol": 47.88e-3},
+    (1024, 1024): {"dense": 75.15e-3, "symbol": 88.27e-3},
+}}

@@ -590,11 +590,30 @@ class SymbolEngine(_CudaEngine):
 ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
 
 
-def step_costs(L, batch_size, width, input_dim):
-    """Relative cost of one SGD step on the (symbol, dense) paths, as ``_cpu.step_costs``.
+def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
+    """What one SGD step of ``models`` models does on ``path``, in this backend's units.
 
-    The GPU does every symbol row: a B x L scatter and an L x L GEMM per step,
-    against two B x p x m GEMMs (h0 is a gather).
+    As ``_cpu.step_features``, for the GPU, which does every symbol row: a
+    B x L scatter and an L x L GEMM per step ("flop": 2 L (B + L) m), against
+    two B x p x m GEMMs (h0 is a gather; three GEMMs for drawn inputs), and
+    a fixed cost of its kernel launches per step ("step").
     """
-    L, B, m, p = L, batch_size, width, input_dim
-    return float(2 * L * (B + L) * m), float(4 * B * p * m)
+    M, B, m, p = models, batch_size, width, input_dim
+    if path == "dense":
+        return {"step": 1.0, "flop": M * (6 if drawn else 4) * B * p * m,
+                "draw": M * B * p if drawn else 0.0}
+    return {"step": 1.0, "flop": M * 2 * L * (B + L) * m}
+
+
+def eval_features(input_dim, width, n_test, models=1, sources=1):
+    """One test evaluation in the dense path's units: the GEMMs of h0 and dh."""
+    return {"step": 1.0, "flop": 2 * (models + sources) * n_test * input_dim * width,
+            "draw": sources * n_test * input_dim}
+
+
+#: Nominal prices: no GPU has calibrated them (there is no ``CALIBRATION`` yet). The path
+#: they choose is that of the operation counts; the times they predict are rough (a GPU at
+#: 20 TFLOP/s, launches of 100 us a step).
+FALLBACK_MACHINE = {"cpu": "nominal GPU", "cores": None, "measured": None}
+FALLBACK_PRICES = {dtype: {path: {"step": 1e-4, "flop": 1 / 20e12, "draw": 1 / 100e9}
+                           for path in ("dense", "symbol")} for dtype in ("float32", "float64")}

@@ -4,6 +4,7 @@ import inspect
 import math
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -17,13 +18,14 @@ from ..conventions import is_lazy
 from ..params import MLP
 from ..tasks.base import Task
 from ..tasks.symbols import SameDifferent
+from . import costs
 from .evaluate import output
 from .model import Params, init_params
 
 PATHS = ("auto", "dense", "symbol")
 #: The mlp's backends: ``_reference``, ``_cpu`` and ``_cuda`` each define ``ENGINES`` (and,
-#: with two paths, ``step_costs``). Under the simulator the "cuda" engines hold NumPy
-#: arrays, so only a real GPU needs CuPy.
+#: with two paths, the form of their cost model: ``step_features``, ``fastsd.mlp.costs``).
+#: Under the simulator the "cuda" engines hold NumPy arrays, so only a real GPU needs CuPy.
 FAMILY = FAMILIES["mlp"]
 DTYPES = ("float32", "float64")
 BATCHES = ("host", "device")
@@ -165,26 +167,32 @@ def _test_sources(tasks, seed_seqs):
     return out
 
 
-def step_costs(L, batch_size, width, input_dim, backend="cpu"):
-    """Relative cost of one SGD step on the (symbol, dense) paths of a backend.
+def step_costs(L, batch_size, width, input_dim, backend="cpu", dtype="float32"):
+    """Predicted cost of one SGD step of one model on the (symbol, dense) paths of a backend.
 
     Parameters
     ----------
     L, batch_size, width, input_dim : int
         Training symbols, batch size B, hidden units m and input dimension p = 2d.
     backend : {"cpu", "cuda"}
-        A backend with both paths; its module's ``step_costs`` is the model.
+        A backend with both paths.
+    dtype : {"float32", "float64"}
 
     Returns
     -------
     (float, float)
-        Operation counts of a step in the symbol basis and on dense inputs.
+        Seconds per step, one thread, in the symbol basis and on dense inputs,
+        from the cost model that ``path="auto"`` uses (``fastsd.mlp.costs.load``:
+        this machine's calibration, else the shipped fallback prices).
     """
-    return FAMILY.module(backend).step_costs(L, batch_size, width, input_dim)
+    model = costs.load(backend, dtype)
+    sizes = dict(L=L, input_dim=input_dim, width=width, batch_size=batch_size)
+    return model.step_seconds("symbol", **sizes), model.step_seconds("dense", **sizes)
 
 
-def _choose_path(task, width, batch_size, path, backend, module):
-    """Pick one of the backend's paths (``module.ENGINES``): as asked, or by cost."""
+def _choose_path(task, width, batch_size, path, backend, module, dtype):
+    """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one for
+    this model alone by the backend's measured cost model (``fastsd.mlp.costs``)."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
@@ -196,8 +204,8 @@ def _choose_path(task, width, batch_size, path, backend, module):
         return path
     if len(module.ENGINES) == 1 or not task.has_symbol_basis:
         return "dense"
-    cost_symbol, cost_dense = module.step_costs(task.L, batch_size, width, task.input_dim)
-    return "symbol" if cost_symbol < cost_dense else "dense"
+    return costs.load(backend, dtype).choose(L=task.L, input_dim=task.input_dim, width=width,
+                                             batch_size=batch_size)
 
 
 def _is_many(value):
@@ -331,8 +339,10 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         only float64). No reduced precision (TF32, bf16) is offered.
     path : {"auto", "dense", "symbol"}
         "symbol" trains in the span of the L symbols at a cost independent of
-        d (clean symbol tasks only, "cpu" and "cuda" backends); "auto" picks
-        by cost.
+        d (clean symbol tasks only, "cpu" and "cuda" backends); "auto" picks,
+        per model as if it trained alone, the path the backend's measured cost
+        model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
+        this machine, else shipped prices) predicts to be faster.
     init : {"normal", "truncated"}
         See ``fastsd.mlp.model.init_params``.
     batches : {"host", "device"}, default "host"
@@ -365,39 +375,15 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
     """
-    tasks, gammas, seeds, sizer = _models(task, gamma, seed)
-    M = len(tasks)
-    c = MLP.check(dict(width=width, steps=steps, batch_size=batch_size, eval_every=eval_every,
-                       n_test=n_test, alpha0=alpha0, init=init))
-    width, steps, batch_size, eval_every, n_test, alpha0 = (
-        c[k] for k in ("width", "steps", "batch_size", "eval_every", "n_test", "alpha0"))
-    check_choice("path", path, PATHS)
-    check_choice("batches", batches, BATCHES)
-    backend, module = FAMILY.load(backend)
-    if batches == "device" and backend != "cuda":
-        raise ValueError(f"`batches` must be 'host' with backend {backend!r} ('device' needs "
-                         f"backend 'cuda'); got 'device'.")
-    if dtype is None:
-        dtype = "float64" if backend == "numpy" else "float32"
-    dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
-    check_choice("dtype", dtype, DTYPES)
-    if backend == "numpy":
-        if dtype != "float64":
-            raise ValueError(f"`dtype` must be 'float64' with backend 'numpy'; got {dtype!r}.")
-    alpha0s = [t.default_alpha0 if alpha0 is None else alpha0 for t in tasks]
-
-    seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
-    scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
-    lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
-    for g, sc, lr in zip(gammas, scales, lrs):
-        if not (math.isfinite(sc) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
-                             f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
-                             f"{lr!r}).")
-    paths = [_choose_path(t, width, batch_size, path, backend, module) for t in tasks]
-    test_source = _test_sources(tasks, seed_seqs)
-    check_fits(_memory_needs(tasks, paths, test_source, M, width, batch_size,
-                             min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer))
+    plan = _plan(task, gamma, seed, width=width, steps=steps, batch_size=batch_size,
+                 alpha0=alpha0, eval_every=eval_every, n_test=n_test, backend=backend,
+                 dtype=dtype, path=path, init=init, batches=batches)
+    check_fits(plan.needs)
+    tasks, gammas, seed_seqs, M = plan.tasks, plan.gammas, plan.seed_seqs, len(plan.tasks)
+    width, steps, batch_size, eval_every, n_test = (
+        plan.width, plan.steps, plan.batch_size, plan.eval_every, plan.n_test)
+    backend, module, dtype, paths = plan.backend, plan.module, plan.dtype, plan.paths
+    alpha0s, scales, lrs, test_source = plan.alpha0s, plan.scales, plan.lrs, plan.test_source
     start = time.perf_counter()
     streams = [train_streams(s) for s in seed_seqs]
     params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
@@ -429,6 +415,79 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             config=config, wall_time=wall,
             diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
     return results
+
+
+def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_test, backend,
+          dtype, path, init, batches):
+    """``train_ensemble``'s arguments checked and resolved, before anything is allocated: the
+    models' tasks, gammas, seeds, learning rates, backend, dtype and paths, and the memory
+    they will need (``needs``)."""
+    tasks, gammas, seeds, sizer = _models(task, gamma, seed)
+    M = len(tasks)
+    c = MLP.check(dict(width=width, steps=steps, batch_size=batch_size, eval_every=eval_every,
+                       n_test=n_test, alpha0=alpha0, init=init))
+    width, steps, batch_size, eval_every, n_test, alpha0 = (
+        c[k] for k in ("width", "steps", "batch_size", "eval_every", "n_test", "alpha0"))
+    check_choice("path", path, PATHS)
+    check_choice("batches", batches, BATCHES)
+    backend, module = FAMILY.load(backend)
+    if batches == "device" and backend != "cuda":
+        raise ValueError(f"`batches` must be 'host' with backend {backend!r} ('device' needs "
+                         f"backend 'cuda'); got 'device'.")
+    if dtype is None:
+        dtype = "float64" if backend == "numpy" else "float32"
+    dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
+    check_choice("dtype", dtype, DTYPES)
+    if backend == "numpy":
+        if dtype != "float64":
+            raise ValueError(f"`dtype` must be 'float64' with backend 'numpy'; got {dtype!r}.")
+    alpha0s = [t.default_alpha0 if alpha0 is None else alpha0 for t in tasks]
+
+    seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
+    scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
+    lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
+    for g, sc, lr in zip(gammas, scales, lrs):
+        if not (math.isfinite(sc) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
+                             f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
+                             f"{lr!r}).")
+    paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
+             for t in tasks]
+    test_source = _test_sources(tasks, seed_seqs)
+    needs = _memory_needs(tasks, paths, test_source, M, width, batch_size,
+                          min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer)
+    return SimpleNamespace(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, width=width,
+                           steps=steps, batch_size=batch_size, eval_every=eval_every,
+                           n_test=n_test, backend=backend, module=module, dtype=dtype,
+                           paths=paths, alpha0s=alpha0s, scales=scales, lrs=lrs,
+                           test_source=test_source, needs=needs)
+
+
+def memory_needs(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
+                 eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
+                 init="normal", batches="host"):
+    """What ``train_ensemble`` with these arguments would allocate, checked but not allocated.
+
+    Parameters
+    ----------
+    task, gamma, seed, width, steps, batch_size, alpha0, eval_every, n_test, backend, dtype,
+    path, init, batches
+        As ``train_ensemble``.
+
+    Returns
+    -------
+    list of fastsd._memory.Need
+        The allocations that scale with the sizes (their ``nbytes`` summed is
+        what ``train_ensemble`` checks against the memory available).
+
+    Raises
+    ------
+    ValueError, TypeError, BackendUnavailableError
+        As ``train_ensemble``.
+    """
+    return _plan(task, gamma, seed, width=width, steps=steps, batch_size=batch_size,
+                 alpha0=alpha0, eval_every=eval_every, n_test=n_test, backend=backend,
+                 dtype=dtype, path=path, init=init, batches=batches).needs
 
 
 def _models(task, gamma, seed):

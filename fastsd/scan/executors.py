@@ -47,6 +47,16 @@ def run_group(predictor, group, backend, dtype, threads):
     pred = get_predictor(predictor)
     if threads is None:
         return pred.run_group(group, backend=backend, dtype=dtype)
+    with thread_limit(threads):
+        return pred.run_group(group, backend=backend, dtype=dtype)
+
+
+@contextmanager
+def thread_limit(threads):
+    """Limit BLAS (every loaded library, through threadpoolctl) and Numba to ``threads``.
+
+    The limits hold inside the ``with`` block and are restored after it.
+    """
     import importlib
 
     import numba
@@ -58,7 +68,7 @@ def run_group(predictor, group, backend, dtype, threads):
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
     try:
         with threadpool_limits(limits=threads):
-            return pred.run_group(group, backend=backend, dtype=dtype)
+            yield
     finally:
         numba.set_num_threads(before)
 

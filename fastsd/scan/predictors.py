@@ -12,6 +12,13 @@ A predictor turns the settings of a cell into a record. It has three jobs:
   group. It runs in a worker process, so it must be a plain function of its
   arguments.
 
+Before a scan runs, ``seconds(group, backend, dtype)`` predicts a group's
+wall time on one thread and ``memory(group, backend, dtype)`` the bytes it
+allocates; both are None where the predictor has no model (the "mlp"
+predictors use the measured cost model of ``fastsd.mlp.costs`` and the
+memory needs of ``train_ensemble``). ``cost(settings)`` orders the groups,
+largest first.
+
 ``PREDICTORS`` maps the names that ``fastsd.scan.run`` accepts to them.
 """
 import time
@@ -97,6 +104,16 @@ class Predictor:
         """Relative cost of a prepared cell, to start the largest groups first (default 1)."""
         return 1.0
 
+    def seconds(self, group, backend="cpu", dtype=None):
+        """Predicted seconds of ``run_group(group)`` on one thread of ``backend``, or None
+        where the predictor has no model of its time (the default)."""
+        return None
+
+    def memory(self, group, backend="cpu", dtype=None):
+        """Bytes ``run_group(group)`` allocates in proportion to its sizes, or None where the
+        predictor has no model of them (the default)."""
+        return None
+
 
 class MLPPredictor(Predictor):
     """Finite-width centered ReLU MLPs trained with SGD (Sec. 2): ``fastsd.train_ensemble``.
@@ -131,14 +148,23 @@ class MLPPredictor(Predictor):
         return train_cells([Cell(**s) for s in group], backend=backend, dtype=dtype)
 
     def cost(self, settings):
-        """Operation count: the cheaper path's steps (``step_costs``) plus the test evaluations."""
-        from ..mlp.train import step_costs
+        """Predicted seconds of the cell trained alone on one CPU thread (``seconds``)."""
+        return self.seconds([settings])
 
-        s = settings
-        symbol, dense = step_costs(s["L"], s["batch_size"], s["width"], 2 * s["d"])
-        step = min(symbol, dense) if s["sigma2"] == 0 else dense
-        evals = -(-s["steps"] // s["eval_every"])
-        return s["steps"] * step + evals * s["n_test"] * 2 * s["d"] * s["width"]
+    def seconds(self, group, backend="cpu", dtype=None):
+        """Predicted seconds of training the group's ensemble on one thread, its evaluations
+        and its activation change included (``fastsd.mlp.costs``); None on "numpy"."""
+        s = group[0]
+        return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=2 * s["d"],
+                                 drawn=s["sigma2"] > 0, symbols=s["sigma2"] == 0)
+
+    def memory(self, group, backend="cpu", dtype=None):
+        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
+        from ..tasks import SameDifferent
+
+        c = Cell(**group[0])
+        task = SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
+        return _ensemble_memory(group, [task] * len(group), backend, dtype)
 
 
 class MLPImagePredictor(Predictor):
@@ -200,9 +226,20 @@ class MLPImagePredictor(Predictor):
         return tuple(sorted((k, v) for k, v in settings.items() if k not in shared))
 
     def cost(self, settings):
-        side = (settings["patch"] * settings["n_patches"] if settings["task"] == "psvrt"
-                else 7 * settings["image_width"])
-        return float(settings["steps"] * settings["width"] * side * side)
+        """Predicted seconds of the cell trained alone on one CPU thread (``seconds``)."""
+        return self.seconds([settings])
+
+    def seconds(self, group, backend="cpu", dtype=None):
+        """Predicted seconds of the group's ensemble on one thread: a rough estimate, the
+        images priced as the dense path's drawn (noisy) inputs (``fastsd.mlp.costs``)."""
+        s = group[0]
+        side = s["patch"] * s["n_patches"] if s["task"] == "psvrt" else 7 * s["image_width"]
+        return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=side * side,
+                                 drawn=True, symbols=False)
+
+    def memory(self, group, backend="cpu", dtype=None):
+        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
+        return _ensemble_memory(group, [self.make_task(group[0])] * len(group), backend, dtype)
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..mlp import train_ensemble
@@ -218,6 +255,36 @@ class MLPImagePredictor(Predictor):
                                                         "image_width", "blur", "task_seed")},
                      task_class=type(t).__name__)
                 for s, r, t in zip(group, results, tasks)]
+
+
+def _ensemble_seconds(group, backend, dtype, *, L, input_dim, drawn, symbols):
+    """Predicted seconds of ``train_ensemble`` on a group of "mlp" or "mlp_image" cells: one
+    ensemble, the test sets drawn once per seed, one evaluation more for the activation
+    change; on the path "auto" picks. None on a backend without a cost model ("numpy")."""
+    from ..mlp import costs
+
+    if backend not in ("cpu", "cuda"):
+        return None
+    s = group[0]
+    model = costs.load(backend, dtype or "float32")
+    sizes = dict(L=L, input_dim=input_dim, width=s["width"], batch_size=s["batch_size"])
+    path = model.choose(**sizes) if symbols else "dense"
+    return model.train_seconds(path, **sizes, steps=s["steps"], eval_every=s["eval_every"],
+                               n_test=s["n_test"], models=len(group),
+                               sources=len({g["seed"] for g in group}), drawn=drawn,
+                               extra_evals=1)
+
+
+def _ensemble_memory(group, tasks, backend, dtype):
+    """Bytes ``train_ensemble`` needs for a group of cells with these tasks."""
+    from ..mlp.train import memory_needs
+
+    s = group[0]
+    needs = memory_needs(tasks, [g["gamma"] for g in group], [g["seed"] for g in group],
+                         width=s["width"], steps=s["steps"], batch_size=s["batch_size"],
+                         alpha0=s["alpha0"], eval_every=s["eval_every"], n_test=s["n_test"],
+                         backend=backend, dtype=dtype, init=s["init"])
+    return sum(n.nbytes for n in needs)
 
 
 class TheoryPredictor(Predictor):

@@ -1,15 +1,17 @@
 """Run a grid through a predictor into a resumable store, and load the results."""
+import heapq
 import importlib.util
 import os
 import time
 import warnings
+from dataclasses import dataclass
 
 from .._dispatch import BACKENDS, resolve_backend
 from .. import _progress, _stop
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore
-from .executors import check_executor, submit_groups
+from .executors import check_executor, cpu_count, submit_groups
 from .grid import Grid
 from .mainguard import workers_unavailable
 from .predictors import get_predictor
@@ -158,6 +160,15 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     if executor is None and target == "cuda":
         executor = "serial"         # one GPU: one process drives it
 
+    cells = _prepared_cells(grid, pred)
+    with store.lock(), _stop.scope():
+        return _compute(store, pred, grid, cells, executor, target, backend, dtype, threads,
+                        progress)
+
+
+def _prepared_cells(grid, pred):
+    """{key: (coords, prepared settings)} of the grid's cells, each validated; the cells that
+    prepare to one key are kept once, with a warning."""
     cells = {}
     for coords, settings in grid.cells():
         try:
@@ -169,12 +180,45 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         if key in cells:
             warnings.warn(f"the cells {cells[key][0]} and {coords} of the grid are the same "
                           f"cell once prepared (e.g. gamma='lazy' and 1e-5/sqrt(d)); it is "
-                          f"computed once", RuntimeWarning, stacklevel=2)
+                          f"computed once", RuntimeWarning, stacklevel=3)
             continue
         cells[key] = (coords, prepared)
-    with store.lock(), _stop.scope():
-        return _compute(store, pred, grid, cells, executor, target, backend, dtype, threads,
-                        progress)
+    return cells
+
+
+def _pending_groups(pred, cells, done, target, dtype):
+    """The groups of the cells not in ``done``, largest first, and each one's work.
+
+    A group is a list of (key, coords, prepared settings). Its work is the
+    predictor's predicted seconds on one thread (``Predictor.seconds``), or,
+    where it has no model, the sum of its cells' relative costs.
+    """
+    groups = {}
+    for key, (coords, prepared) in cells.items():
+        if key not in done:
+            groups.setdefault(pred.group_key(prepared, target), []).append(
+                (key, coords, prepared))
+    work = {}
+    for k, g in groups.items():
+        seconds = pred.seconds([p for _, _, p in g], target, dtype)
+        work[k] = seconds if seconds is not None else sum(pred.cost(p) for _, _, p in g)
+    order = sorted(groups, key=lambda k: -work[k])
+    return [groups[k] for k in order], [work[k] for k in order]
+
+
+def predicted_wall(seconds, workers):
+    """Wall time of jobs of ``seconds`` each, largest first, on ``workers`` that each take
+    the next job when free (how the scan's executors hand out its groups)."""
+    finish = [0.0] * max(1, min(workers, len(seconds)))
+    for s in sorted(seconds, reverse=True):
+        heapq.heapreplace(finish, finish[0] + s)
+    return max(finish)
+
+
+def _clock(seconds):
+    """Seconds as H:MM:SS."""
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads, progress):
@@ -182,13 +226,7 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     fresh = store.grid_signature() is None
     store.bind(grid.signature(pred.name), pred.defaults)
 
-    done = store.done_keys()
-    groups = {}
-    for key, (coords, prepared) in cells.items():
-        if key not in done:
-            groups.setdefault(pred.group_key(prepared, target), []).append(
-                (key, coords, prepared))
-    groups = sorted(groups.values(), key=lambda g: -sum(pred.cost(p) for _, _, p in g))
+    groups, work = _pending_groups(pred, cells, store.done_keys(), target, dtype)
     jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
     n_done = len(cells) - sum(len(g) for g in groups)
     if executor is None and jobs:
@@ -198,8 +236,17 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
             executor = "serial"
 
     written, failed = [], []
-    with _progress.bar(progress, total=len(cells), initial=n_done, unit="cell",
-                       desc=f"{pred.name} cells") as bar:
+    # The bar counts predicted work (seconds on one thread, where the predictor has a model),
+    # so that its percentage and tqdm's time left follow the time, not the cell count.
+    modelled = bool(jobs) and pred.seconds(jobs[0][1], target, dtype) is not None
+    workers = 1 if executor == "serial" else cpu_count()
+    first = (f"; predicted {_clock(predicted_wall(work, workers))} on {workers} worker"
+             f"{'s' * (workers > 1)}" if modelled and executor in (None, "serial") else "")
+    with _progress.bar(progress, total=sum(work) if jobs else 1, initial=0 if jobs else 1,
+                       smoothing=0, desc=f"{pred.name} cells",
+                       bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
+                                  "[{elapsed}<{remaining}]") as bar:
+        bar.set_postfix_str(f"{n_done}/{len(cells)} cells{first}")
         for i, records, error in submit_groups(executor, jobs, threads):
             if error is not None:
                 failed.append((groups[i], error))
@@ -211,7 +258,8 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
                 with _stop.writing():
                     store.write(record)
                 written.append(record)
-                bar.update(1)
+            bar.set_postfix_str(f"{n_done + len(written)}/{len(cells)} cells", refresh=False)
+            bar.update(work[i])
     if failed:
         stored = os.path.exists(store.path)
         if fresh and not stored:        # nothing stored: leave no binding
@@ -225,6 +273,143 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
             f"{n_failed} of {len(cells)} cells failed; {saved}. First failure, in the cell "
             f"{group[0][1]}: {_describe(error)}") from error
     return written
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``run`` would compute, and what it would take, found without running anything.
+
+    Attributes
+    ----------
+    predictor, store, backend : str
+        The predictor, the store's path and the backend the groups would run on.
+    cells, done : int
+        The grid's distinct cells, and how many of them the store already has.
+    group_sizes : tuple of int
+        Cells per group still to compute, largest group first.
+    group_seconds : tuple of float or None
+        Each group's predicted seconds on one thread (``Predictor.seconds``);
+        None where the predictor has no model of its time.
+    group_memory : tuple of int or None
+        Each group's bytes (``Predictor.memory``); None where not modelled.
+    workers : int or None
+        Groups computed at once (local processes: one per core; one in
+        this process or on the GPU); None on an executor of unknown size.
+    cost_model : str or None
+        The cost model's description (``fastsd.mlp.costs``) where it was used.
+    """
+
+    predictor: str
+    store: str
+    backend: str
+    cells: int
+    done: int
+    group_sizes: tuple
+    group_seconds: tuple
+    group_memory: tuple
+    workers: int = None
+    cost_model: str = None
+
+    @property
+    def remaining(self):
+        """Cells still to compute."""
+        return self.cells - self.done
+
+    @property
+    def modelled(self):
+        """Whether every remaining group's time is predicted."""
+        return all(s is not None for s in self.group_seconds)
+
+    @property
+    def work(self):
+        """Predicted seconds of the remaining groups on one thread, in all (None: not modelled)."""
+        return float(sum(self.group_seconds)) if self.modelled else None
+
+    @property
+    def seconds(self):
+        """Predicted wall time of the remaining groups on ``workers`` (None: not modelled)."""
+        if not self.modelled or self.workers is None:
+            return None
+        return predicted_wall(self.group_seconds, self.workers) if self.group_seconds else 0.0
+
+    @property
+    def memory(self):
+        """Bytes of the largest remaining group (None: not modelled or nothing to compute)."""
+        known = [m for m in self.group_memory if m is not None]
+        return max(known) if known and len(known) == len(self.group_memory) else None
+
+    @property
+    def peak_memory(self):
+        """Bytes of the ``workers`` largest groups together: the most that can run at once."""
+        if self.memory is None:
+            return None
+        return sum(sorted(self.group_memory, reverse=True)[:self.workers or 1])
+
+    def to_json(self):
+        """A JSON-ready dict: the attributes and properties (without the per-group lists)."""
+        return {"predictor": self.predictor, "store": self.store, "backend": self.backend,
+                "cells": self.cells, "done": self.done, "remaining": self.remaining,
+                "groups": len(self.group_sizes), "workers": self.workers,
+                "modelled": self.modelled, "work_seconds": self.work, "seconds": self.seconds,
+                "memory_bytes": self.memory, "peak_memory_bytes": self.peak_memory,
+                "cost_model": self.cost_model}
+
+
+def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
+    """What ``run(grid, predictor, store, ...)`` would compute, and its predicted time and memory.
+
+    Nothing is run or written: no store, no lock, no binding. The grid is
+    validated and the store's binding checked as ``run`` does, the cells the
+    store already has are counted, and the rest are grouped as ``run``
+    would group them.
+
+    Parameters
+    ----------
+    grid, predictor, store, executor, backend, dtype
+        As ``run``. The executor sets the groups computed at once: one per
+        core with local processes (None) on the CPU, one in this process
+        ("serial") or on the GPU, unknown on another executor (its wall time
+        is then not predicted, its work on one thread is).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    TypeError, ValueError, BackendUnavailableError
+        As ``run`` before anything runs.
+    """
+    if not isinstance(grid, Grid):
+        raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
+    pred = get_predictor(predictor)
+    check_choice("backend", backend, BACKENDS)
+    check_choice("dtype", dtype, (None, "float32", "float64"))
+    check_executor(executor)
+    target = _target_backend(backend)
+    workers = (1 if executor == "serial" or (executor is None and target == "cuda") else
+               cpu_count() if executor is None else None)
+    store = _as_store(store)
+    cells = _prepared_cells(grid, pred)
+    store.check_binding(grid.signature(pred.name), pred.defaults)
+    groups, _ = _pending_groups(pred, cells, store.done_keys(), target, dtype)
+    settings = [[p for _, _, p in g] for g in groups]
+    seconds = tuple(pred.seconds(g, target, dtype) for g in settings)
+    known = {}
+
+    def memory(g):          # the bytes depend on the sizes and the group's shape only
+        shape = (pred.group_key(g[0], "cuda"), len(g), len({s.get("seed") for s in g}))
+        if shape not in known:
+            known[shape] = pred.memory(g, target, dtype)
+        return known[shape]
+
+    model = None
+    if seconds and seconds[0] is not None and pred.name in ("mlp", "mlp_image"):
+        from ..mlp import costs
+        model = costs.load(target, dtype or "float32").describe()
+    return Plan(pred.name, store.path, target, len(cells), len(cells) - sum(map(len, groups)),
+                tuple(map(len, groups)), seconds, tuple(memory(g) for g in settings), workers,
+                model)
 
 
 def _target_backend(backend):

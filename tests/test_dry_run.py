@@ -1,0 +1,153 @@
+"""``fastsd reproduce --dry-run`` and ``fastsd.scan.plan``: what a run would do, doing nothing.
+
+They count the cells (and those already stored), predict the wall time from the measured
+cost model (fastsd.mlp.costs) and the memory from train_ensemble's needs, and write
+nothing: no folder, store, binding, lock or figure.
+"""
+import json
+import os
+
+import pytest
+
+from fastsd.cli import main
+from fastsd.figures import fig1c, fig1e
+from fastsd.mlp import costs
+from fastsd.presets import Preset
+from fastsd.scan import Grid, get_predictor, plan, run
+from fastsd.scan.runner import predicted_wall
+
+FIXED = dict(d=8, width=16, steps=20, eval_every=10, n_test=64)
+PLAN_KEYS = {"predictor", "store", "backend", "cells", "done", "remaining", "groups",
+             "workers", "modelled", "work_seconds", "seconds", "memory_bytes",
+             "peak_memory_bytes", "cost_model", "label"}
+RESULT_KEYS = {"figure", "title", "dry_run", "grid", "parts", "available_bytes", "cells",
+               "done", "remaining", "workers", "seconds", "modelled_seconds", "memory_bytes",
+               "peak_memory_bytes"}
+
+
+@pytest.fixture
+def tiny_fig1c(monkeypatch):
+    grid = Grid(L=[2, 4], gamma=["lazy", 1.0], seed=[0, 1], **FIXED)
+    monkeypatch.setattr(fig1c, "QUICK", Preset("fig1c-quick", "L", "tiny",
+                                               (("mlp", "mlp", grid),)))
+    return grid
+
+
+def snapshot(folder):
+    """Every file under ``folder`` with its size and modification time."""
+    out = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            st = os.stat(os.path.join(root, name))
+            out[os.path.join(root, name)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def test_a_dry_run_counts_the_cells_and_creates_nothing(tmp_path, capsys, tiny_fig1c):
+    out = tmp_path / "results"
+    assert main(["reproduce", "fig1c", "--quick", "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert not out.exists()
+    assert "dry run, nothing was run or written" in text
+    assert "mlp: 8 cells, 0 in" in text and "8 to compute in 4 groups" in text
+    assert "predicted 0:00:" in text and ("on 2 workers" in text or "on 1 worker" in text)
+    assert "memory:" in text and "for the largest group" in text
+    assert "cost model: the shipped fallback prices" in text      # tests use them
+
+
+def test_a_dry_run_on_a_partly_done_store_counts_what_is_left(tmp_path, capsys, tiny_fig1c):
+    store = tmp_path / "fig1c-quick.jsonl"
+    run(Grid(L=[2], gamma=["lazy", 1.0], seed=[0, 1], **FIXED), "mlp", store, "serial",
+        backend="cpu", progress=False)
+    before = snapshot(tmp_path)
+    assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--dry-run",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert snapshot(tmp_path) == before                 # no lock, binding, record or figure
+    assert set(result) == RESULT_KEYS and result["dry_run"] and result["grid"]
+    assert (result["cells"], result["done"], result["remaining"]) == (8, 4, 4)
+    part, = result["parts"]
+    assert set(part) == PLAN_KEYS
+    assert (part["cells"], part["done"], part["remaining"], part["groups"]) == (8, 4, 4, 2)
+    assert part["store"] == str(store) and part["modelled"] and part["backend"] == "cpu"
+    assert result["seconds"] == part["seconds"] > 0 and part["work_seconds"] >= part["seconds"]
+    assert 0 < part["memory_bytes"] <= result["peak_memory_bytes"]
+    assert isinstance(result["available_bytes"], (int, type(None)))
+
+    # the cells the store has are those a real run skips
+    assert len(run(tiny_fig1c, "mlp", store, "serial", backend="cpu", progress=False)) == 4
+    assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--dry-run",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["done"], result["remaining"], result["seconds"]) == (8, 0, 0.0)
+
+
+def test_plan_predicts_from_the_cost_model_and_says_what_it_cannot(tmp_path):
+    grid = Grid(L=[2, 4, 64], gamma=[1.0, 0.5], seed=[0, 1, 2], **FIXED)
+    store = tmp_path / "s.jsonl"
+    local, serial = plan(grid, "mlp", store), plan(grid, "mlp", store, "serial")
+    assert (local.cells, local.done, len(local.group_sizes)) == (18, 0, 9)
+    assert serial.workers == 1 and serial.seconds == pytest.approx(serial.work)
+    assert local.seconds == pytest.approx(predicted_wall(local.group_seconds, local.workers))
+    # each group's time is the cost model's, for its ensemble on its path
+    pred, model = get_predictor("mlp"), costs.load("cpu", "float32")
+    cell = pred.prepare(dict(L=64, gamma=1.0, seed=0, **FIXED))
+    want = model.train_seconds(model.choose(L=64, input_dim=16, width=16, batch_size=128),
+                               L=64, input_dim=16, width=16, batch_size=128, steps=20,
+                               eval_every=10, n_test=64, models=2, extra_evals=1)
+    assert pred.seconds([cell, dict(cell, gamma=0.5)]) == pytest.approx(want)
+    assert max(local.group_seconds) == pytest.approx(want)      # L = 64 is the largest
+    assert local.cost_model == model.describe()
+    # backends and predictors without a model: cells counted, time and memory not predicted
+    numpy = plan(grid, "mlp", store, backend="numpy")
+    theory = plan(Grid(L=[2, 3]), "theory", tmp_path / "t.jsonl")
+    for p in (numpy, theory):
+        assert not p.modelled and p.seconds is None and p.work is None
+    assert theory.memory is None and theory.cells == 2 and numpy.memory > 0
+    assert not os.listdir(tmp_path)
+
+
+def test_plan_refuses_a_store_of_another_grid_and_writes_nothing(tmp_path):
+    store = tmp_path / "s.jsonl"
+    run(Grid(L=[2, 3]), "theory", store, "serial", progress=False)
+    before = snapshot(tmp_path)
+    with pytest.raises(ValueError, match="belongs to a different grid"):
+        plan(Grid(L=[2, 3], d=4, gamma=1.0, width=4, steps=2), "mlp", store)
+    assert plan(Grid(L=[2, 3, 4]), "theory", store).done == 2
+    assert snapshot(tmp_path) == before
+
+
+def test_a_dry_run_of_parts_and_of_a_figure_that_is_no_grid(tmp_path, capsys, monkeypatch):
+    tiny = Preset("fig1e-quick", "lazy_heatmap", "tiny", (
+        ("lazy_limit", "lazy_limit", Grid(d=[4], L=[2, 3], steps=20, eval_every=10,
+                                          n_test=8)),
+        ("mlp", "mlp", Grid(L=[2], gamma="lazy", seed=0, **FIXED))))
+    monkeypatch.setattr(fig1e, "QUICK", tiny)
+    assert main(["reproduce", "fig1e", "--quick", "--out", str(tmp_path), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "lazy_limit: 2 cells" in text and "time not modelled (predictor 'lazy_limit')" in text
+    assert "mlp: 1 cells" in text and "for the modelled parts; the others not modelled" in text
+    assert main(["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--dry-run"]) == 0
+    assert "not a scan grid" in capsys.readouterr().out
+    assert not os.listdir(tmp_path)
+
+
+def test_a_dry_run_of_every_full_figure_is_one_json_line_each(tmp_path, capsys):
+    from fastsd.figures import FIGURES
+
+    assert main(["reproduce", "all", "--out", str(tmp_path / "r"), "--dry-run", "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    results = [json.loads(line) for line in lines]
+    assert [r["figure"] for r in results] == list(FIGURES) and not (tmp_path / "r").exists()
+    full = {r["figure"]: r for r in results}
+    assert full["fig1c"]["cells"] == 180 and full["fig1c"]["seconds"] > 0
+    assert full["fig2"]["seconds"] is None and full["fig2"]["modelled_seconds"] > 0
+    assert full["fig1a"]["grid"] is False and full["fig1a"]["cells"] is None
+
+
+def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):
+    grid = Grid(L=[2, 4], gamma=[1.0], seed=[0, 1], **FIXED)
+    run(grid, "mlp", tmp_path / "s.jsonl", "serial", backend="cpu", progress=True)
+    err = capsys.readouterr().err
+    assert "mlp cells: 100%" in err and "4/4 cells" in err
+    assert "0/4 cells; predicted 0:00:" in err and "on 1 worker" in err
