@@ -7,7 +7,10 @@
 - the recorded bound is honest (true error <= bound), also when it is
   estimated from sampled rows, and a tighter target is met on request;
 - logistic_flow, logistic_sgd and regression with solver="kron" give the test
-  logits of solver="dense" to 1e-6 relative and the same accuracies;
+  logits of solver="dense" to 1e-6 relative and the same accuracies, also
+  with the test logits from cross approximations of the test pairs' blocks;
+- those blocks against their exact entries, fresh pairs and training pairs
+  (whose blocks hold a kink) alike;
 - the record (terms, bound, bytes, products), "auto"'s choice and the errors.
 """
 import numpy as np
@@ -18,8 +21,9 @@ from hypothesis import strategies as st
 from fastsd import SameDifferent
 from fastsd.kernels import SolveTooLargeError, lazy_limit
 from fastsd.kernels.backend import KERNELS
-from fastsd.kernels.kron import DEFAULT_RTOL, KronSolver, factorise
-from fastsd.kernels.pairs import PairKernel, choose_pairs
+from fastsd.kernels import kron as kron_module
+from fastsd.kernels.kron import DEFAULT_RTOL, KronSolver, cross_logits, factorise
+from fastsd.kernels.pairs import Logits, PairKernel, choose_pairs
 from fastsd.kernels.solvers import SolveSize
 
 
@@ -146,6 +150,45 @@ def test_lazy_limit_with_kron_gives_the_dense_logits_and_accuracies(method, d, L
         assert info["kron_rows"] == 2000 * 128
     if method == "regression":
         assert info["kron_products"] == info["cg_iterations"]
+
+
+@pytest.mark.parametrize("d, L", [(3, 20), (8, 30), (32, 24), (256, 40)])
+def test_test_blocks_by_cross_approximation_match_their_exact_entries(d, L):
+    task = SameDifferent(d=d, L=L, seed=d * L)
+    kernel = pair_kernel(task.symbols, "cpu")
+    x, _ = task.sample_test(24, seed=2)
+    u, v = kernel.u[:: L + 3], kernel.v[:: L + 3]
+    x = np.vstack([x, np.hstack([task.symbols[u], task.symbols[v]])])   # rho = 1 in a block
+    lg = Logits(kernel, x)
+    exact = kernel.backend.pair_ntk(lg.T1, lg.r, lg.T2, lg.r, lg.n2, kernel.u, kernel.v,
+                                    kernel.n2).reshape(len(x), L, L)
+    blocks = kron_module._TestBlocks(kernel.backend, lg.T1, lg.T2, lg.n2, np.diag(kernel.G),
+                                     DEFAULT_RTOL / 10)
+    approx = blocks.blocks(np.arange(len(x)))
+    size = np.linalg.norm(exact.reshape(len(x), -1), axis=1)
+    err = np.linalg.norm((approx - exact).reshape(len(x), -1), axis=1) / size
+    assert err.max() <= 10 * DEFAULT_RTOL
+    c = np.random.default_rng(1).standard_normal(L * L)
+    got, probed = cross_logits(kernel, x, c, probes=len(x))
+    # |logit error_i| <= ||F~_i - F_i||_F ||C||_F (Cauchy-Schwarz), and the probe is exact
+    gap = np.abs(got - Logits(kernel, x).logits(c))
+    assert np.all(gap <= 1.01 * err * size * np.linalg.norm(c) + 1e-14 * size)
+    assert probed == pytest.approx(err.max(), rel=1e-6, abs=1e-15)
+
+
+def test_lazy_limit_with_structured_test_logits_gives_the_dense_ones(monkeypatch):
+    monkeypatch.setattr(kron_module, "TEST_CROSS_MIN_L", 2)
+    task = SameDifferent(d=32, L=16, seed=5)
+    xt, _ = task.sample_test(100, seed=1)
+    kw = dict(test_x=xt, n_test=256, seed=3, backend="cpu", steps=5000)
+    dense = lazy_limit(task, solver="dense", **kw)
+    structured = lazy_limit(task, solver="kron", **kw)
+    scale = np.max(np.abs(dense.predictions))
+    assert np.max(np.abs(structured.predictions - dense.predictions)) <= 1e-6 * scale
+    assert structured.history["test_accuracy"] == dense.history["test_accuracy"]
+    info = structured.solver_info
+    assert info["kron_test_pairs"] == 5 * 256 + 100
+    assert 0 < info["kron_test_block_error"] <= 10 * DEFAULT_RTOL
 
 
 def test_auto_takes_kron_only_where_dense_does_not_fit():

@@ -33,10 +33,17 @@ Factorisation (``factorise``)
    truncated at ``rtol`` / 2 relative Frobenius error (the near-optimal rank).
 3. Diagonal correction: the arc-cosine kernel is not smooth at rho = 1, which
    for distinct, non-collinear symbols is exactly the diagonal of K (x = x').
-   The stored P-vector ``dcorr`` = |x_p|^2 - (sum_r A_r (x) B_r)[p, p] is added
-   to every product, so the diagonal (the ridge scale, the preconditioner, a
-   pair's own weight) is exact; the smooth off-diagonal part is what the
-   Kronecker terms carry.
+   Those entries, |x_p|^2 = G[u, u] + G[v, v], are themselves the two
+   Kronecker terms diag(n) (x) I + I (x) diag(n) (n = diag G), so they raise
+   the rank of R by at most two (measured by SVD: shifting them by c times
+   that pair of terms, c in [0, 0.2], changed the rank at 1e-8 or 1e-12 by at
+   most two, L = 12-20, d = 3-256). After the recompression the stored P-vector
+   ``dcorr`` = |x_p|^2 - (sum_r A_r (x) B_r)[p, p] is added to every
+   product, so the diagonal (the ridge scale, the preconditioner, a pair's
+   own weight) is exact and the terms' error sits off the diagonal.
+   Duplicate symbols give identical rows of R (zero residual, no terms);
+   nearly collinear pairs (rho near 1 off the diagonal) raise the rank, and
+   the cross approximation takes more terms.
 4. Error probe: m exact rows of R (``probes``, m L^2 kernel entries), drawn
    uniformly without replacement (all L^2 rows when L^2 <= m, then the error
    below is exact), against the same rows of the stored operator (terms plus
@@ -44,7 +51,8 @@ Factorisation (``factorise``)
    e = ||K~ - K||_F / ||K||_F is sqrt(sum ||res_i||^2 / sum ||R_i||^2) over
    the probed rows; the recorded bound is its 3-standard-error upper
    confidence limit (ratio estimator, finite-population correction), a
-   statistical bound, exact when every row is probed. Should the bound exceed
+   statistical bound, exact when every row is probed, plus 1e-14 for the
+   float64 rounding of the products. Should the bound exceed
    ``rtol``, ACA continues from the worst probed rows with a tenfold tighter
    stopping rule and new probes are drawn.
 
@@ -53,18 +61,40 @@ the closed form of ``_reference`` / ``_cpu`` on Gram entries). Since
 ||(K~ - K) c|| <= ||K~ - K||_F ||c||, every product's error is at most
 e ||K||_F ||c||.
 
-A product count (``products``: vectors multiplied) and kernel-row count
-(``rows``) are kept and reported by ``counts()``.
+Products run under one BLAS thread like the other solvers' (``Solver.threads``):
+on the shared 2-core machine two OpenBLAS threads were 1.8x faster when it was
+quiet and up to 7x slower under other jobs' load. The products made
+(``kron_products``, vectors multiplied) and kernel rows formed (``kron_rows``,
+kernel SGD) are counted (``counts()``).
+
+Test logits (``KronSolver.logits``, from L = ``TEST_CROSS_MIN_L``): test pair
+i = (t1; t2) against training pair (u, v) has kernel
+F_i[u, v] = ntk(T1[i, u] + T2[i, v], |t1|^2 + |t2|^2, n_u + n_v), T1 = t1 S^T and
+T2 = t2 S^T the test items' dot products with the symbols: an L x L block of
+low rank (about 10 at 1e-10, d = 256). ``cross_logits`` runs ACA on all n blocks
+in lockstep (a step: one row and one column of every block, 2 n L entries
+by the backend's ``ntk_entries``), and logit_i = sum_k a_ik^T C b_ik is one
+GEMM (2 k n L^2 flops) instead of n L^2 kernel entries; a few whole blocks
+are compared with their exact entries and the largest relative error is
+recorded (``kron_test_block_error``). Below ``TEST_CROSS_MIN_L`` the
+matrix-free product is as fast, and is used.
+
+Measured against solver="dense" (d = 8, 32, 256; L = 8-48; 25,000-step flow,
+2,000-step SGD, regression at CG tol 1e-12): at ``kernel_tol`` = 1e-10 the
+test logits agree to 1e-9 (flows) and 2e-8 (regression) relative, at 1e-8 to
+2e-7 and 3e-6; hence the default 1e-10. Terms at 1e-10, d = 256: 26-27 for
+L = 16-512; d = 32: 60-73; d = 8: 116-232 (L = 32-256).
 """
 import math
 
 import numpy as np
 
 from .._memory import fmt_bytes
+from .pairs import Logits
 from .solvers import CGSolver, SolveTooLargeError, register_solver
 
 #: Default relative Frobenius error target of the structured kernel: test logits then
-#: agree with solver="dense" to about 1e-6 relative (tests/test_kernels_kron.py).
+#: agree with solver="dense" to 2e-8 relative or better (module notes; tested to 1e-6).
 DEFAULT_RTOL = 1e-10
 #: Exact rows of R drawn to measure the error (all rows when L^2 is smaller).
 PROBES = 256
@@ -76,6 +106,12 @@ AUTO_MIN_TERMS = 64
 ROUNDING = 1e-14
 #: Bytes a term per pair while building (two factor sets and their QR copies).
 BYTES_PER_TERM = 32
+#: From this L on, test logits come from cross approximations of the test pairs' blocks
+#: (``cross_logits``); below it the matrix-free product is as fast (measured, d = 256, 1024
+#: test pairs, 2 cores: 1.0x at L = 256, 1.2x at 512, 3x at 1024).
+TEST_CROSS_MIN_L = 384
+#: Terms the test blocks' buffers start with (about 10-20 are used at d = 256).
+_TEST_TERMS = 24
 #: Rounds of ACA continuation after a failed probe.
 _ROUNDS = 6
 
@@ -210,56 +246,64 @@ def _recompress(xp, A, B, tol):
 
 
 class KronFactors:
-    """K ~ sum_r A_r (x) B_r + diag(dcorr) over all L^2 pairs, built by ``factorise``.
+    """K~ = sum_r A_r (x) B_r + diag(dcorr) over all L^2 pairs, built by ``factorise``.
+
+    Parameters
+    ----------
+    xp : module
+        The backend's array module.
+    A, B : arrays (R, M), float64, M = L^2
+        The terms: A_r, B_r are rows r reshaped L x L (A_r[u, u'] at A[r, u L + u']).
+    dcorr : array (M,)
+        The diagonal correction (K~'s diagonal is exact).
+    info : dict
+        How it was built and its measured error (``factorise``).
 
     Attributes
     ----------
-    A, B : arrays (R, L, L), float64, of the backend
-        The Kronecker factors.
-    dcorr : array (L^2,)
-        The diagonal correction (the diagonal of K~ is exact).
-    L, terms : int
-    info : dict
-        How it was built and its measured error (see ``factorise``).
+    A : array (R, L, L)
+    terms, L : int
+    dcorr, info
+        As given. B is kept only as ``Bh`` (L, R L), Bh[v, r L + v'] = B_r[v, v'], the
+        layout of the products' second GEMM: 16 R L^2 bytes in all.
     """
 
     def __init__(self, xp, A, B, dcorr, info):
         self.xp = xp
-        self.terms, self.L = A.shape[0], A.shape[1]
-        self.A, self.B, self.dcorr, self.info = A, B, dcorr, info
-        R, L = self.terms, self.L
-        # A_r[u, u'] at Av[(r, u), u'] (a view); B_r[v, v'] at Bh[v, (r, v')]
-        self._Av = A.reshape(R * L, L)
-        self._Bh = xp.ascontiguousarray(B.transpose(1, 0, 2).reshape(L, R * L))
+        self.terms = R = A.shape[0]
+        self.L = L = math.isqrt(A.shape[1])
+        self.A = A.reshape(R, L, L)
+        self.Bh = xp.ascontiguousarray(B.reshape(R, L, L).transpose(1, 0, 2).reshape(L, R * L))
+        self.dcorr, self.info = dcorr, info
 
     def apply(self, c):
-        """sum_r A_r C B_r^T + dcorr * c for one vector c (L^2,); two GEMMs."""
+        """K~ c for one vector c (M,): sum_r A_r C B_r^T + dcorr * c, two GEMMs."""
         R, L = self.terms, self.L
-        X = self._Av @ c.reshape(L, L)                      # (A_r C)[u, v'] at [(r, u), v']
+        X = self.A.reshape(R * L, L) @ c.reshape(L, L)     # (A_r C)[u, v'] at [(r, u), v']
         Xh = X.reshape(R, L, L).transpose(1, 0, 2).reshape(L, R * L)
-        return (Xh @ self._Bh.T).reshape(-1) + self.dcorr * c
+        return (Xh @ self.Bh.T).reshape(-1) + self.dcorr * c
 
     def rows(self, idx):
-        """Rows K~[idx] (n, L^2): sum_r A_r[u, :] (x) B_r[v, :] plus the correction."""
+        """Rows K~[idx], (n, M): sum_r A_r[u, :] (x) B_r[v, :] plus the correction."""
         xp = self.xp
-        L = self.L
+        R, L = self.terms, self.L
         idx = xp.asarray(idx).reshape(-1)
         u, v = idx // L, idx % L
         Au = self.A[:, u, :].transpose(1, 2, 0)             # (n, L, R)
-        Bv = self.B[:, v, :].transpose(1, 0, 2)             # (n, R, L)
+        Bv = self.Bh.reshape(L, R, L)[v]                    # (n, R, L)
         out = xp.matmul(Au, Bv).reshape(len(idx), L * L)
         out[xp.arange(len(idx)), idx] += self.dcorr[idx]
         return out
 
-    def rows_of_R(self, idx):
-        """Rows ``idx`` (host ints) of the stored operator's rearrangement, (len(idx), L^2)."""
-        xp, L = self.xp, self.L
-        idx = np.asarray(idx)
-        u, up = np.divmod(idx, L)
-        out = self.A.reshape(self.terms, -1)[:, xp.asarray(idx)].T @ self.B.reshape(self.terms, -1)
-        for q in np.flatnonzero(u == up):               # entries (v, v): K~[(u,v),(u,v)]
-            out[q, :: L + 1] += self.dcorr[u[q] * L:(u[q] + 1) * L]
-        return out
+
+def _rows_of_R(xp, A, B, dcorr, idx):
+    """Rows ``idx`` (host ints) of the rearrangement of sum_r A_r (x) B_r + diag(dcorr)."""
+    L = math.isqrt(A.shape[1])
+    u, up = np.divmod(idx, L)
+    out = A[:, xp.asarray(idx)].T @ B
+    for q in np.flatnonzero(u == up):                   # entries (v, v): K~[(u,v),(u,v)]
+        out[q, :: L + 1] += dcorr[u[q] * L:(u[q] + 1) * L]
+    return out
 
 
 def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
@@ -289,6 +333,9 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
     ------
     SolveTooLargeError
         When ``rtol`` needs more than ``cap`` terms; the message gives both.
+    ValueError
+        When ``rtol`` is below what the float64 entries allow (the probed bound
+        stays above it after the continuation rounds).
     """
     xp = kernel.xp
     rows = _Rows(kernel)
@@ -307,14 +354,16 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
                 f"for a relative kernel error of `kernel_tol` = {rtol:g} at L = {L} (symbols "
                 f"of small dimension or nearly collinear pairs); use solver='cg' or 'dense', a "
                 f"larger `kernel_tol`, or raise `max_bytes`.")
-        A, B = _recompress(xp, aca.A[:aca.k], aca.B[:aca.k], rtol / 2.0)
-        terms = A.shape[0]
-        A3, B3 = A.reshape(terms, L, L), B.reshape(terms, L, L)
-        kdiag = (A[:, diag].T @ B[:, diag]).reshape(-1)     # K~[(u,v),(u,v)] = sum A_r[u,u] B_r[v,v]
-        factors = KronFactors(xp, A3, B3, kernel.n2 - kdiag, {})
+        if aca.k:
+            A, B = _recompress(xp, aca.A[:aca.k], aca.B[:aca.k], rtol / 2.0)
+        else:                                   # R = 0 (zero symbols): one zero term
+            A, B = xp.zeros((1, M)), xp.zeros((1, M))
+        # K~[(u, v), (u, v)] = sum_r A_r[u, u] B_r[v, v]
+        kdiag = (A[:, diag].T @ B[:, diag]).reshape(-1)
+        dcorr = kernel.n2 - kdiag
         exact = M <= probes
         idx = np.arange(M) if exact else rng.choice(M, size=probes, replace=False)
-        err2, tot2 = _probe(rows, factors, idx)
+        err2, tot2 = _probe(rows, lambda part: _rows_of_R(xp, A, B, dcorr, part), idx)
         estimate, bound = _bound(err2, tot2, M, exact)
         if bound <= rtol or aca.used.all():
             break
@@ -324,21 +373,22 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
                          f"within {cap} terms (probed error bound {bound:.2e} after "
                          f"{aca.k} cross-approximation terms): float64 kernel entries are "
                          f"exact to about 1e-16 relative; use a larger `kernel_tol`.")
-    factors.info = {
-        "kron_terms": terms, "kron_tol": rtol, "kron_error_bound": bound,
+    info = {
+        "kron_terms": A.shape[0], "kron_tol": rtol, "kron_error_bound": bound,
         "kron_error_estimate": estimate, "kron_error_probed_rows": int(len(idx)),
         "kron_error_exact": bool(exact), "kron_aca_terms": aca.k, "kron_build_rows": rows.count}
-    return factors
+    return KronFactors(xp, A, B, dcorr, info)
 
 
-def _probe(rows, factors, idx):
-    """Squared residual and squared norm of the exact rows ``idx`` of R, in 64 MiB chunks."""
+def _probe(rows, approx_rows, idx):
+    """Squared residual and squared norm of the exact rows ``idx`` of R against
+    ``approx_rows(part)``, in chunks of 64 MiB."""
     M = rows.L * rows.L
     chunk = max(1, (64 << 20) // (8 * M))
     err2, tot2 = np.empty(len(idx)), np.empty(len(idx))
     for s in range(0, len(idx), chunk):
         part = idx[s:s + chunk]
-        approx = factors.rows_of_R(part)
+        approx = approx_rows(part)
         for q, i in enumerate(part):
             want = rows(i)
             res = want - approx[q]
@@ -358,18 +408,160 @@ def _bound(err2, tot2, M, exact):
     return estimate, math.sqrt(ratio + Z_BOUND * se) + ROUNDING
 
 
+class _TestBlocks:
+    """Cross approximations of the n test pairs' L x L kernel blocks, in lockstep.
+
+    Test pair i = (t1; t2) against training pair (u, v) has kernel
+    F_i[u, v] = ntk(T1[i, u] + T2[i, v], |t1|^2 + |t2|^2, n_u + n_v), a smooth
+    L x L block (fresh symbols: no rho = 1 entry) of low rank (about 10 at
+    1e-10, d = 256). ACA with partial pivoting runs on every block at once: a
+    step evaluates one row and one column of each still active block (2 n L
+    entries by the backend's ``ntk_entries``), and a block stops when two
+    consecutive terms are below ``tol`` of its running Frobenius norm. Then
+    logit_i = sum_{u,v} C[u, v] F_i[u, v] = sum_k a_ik^T C b_ik: one GEMM.
+    """
+
+    def __init__(self, backend, T1, T2, tn2, ns, tol):
+        xp = backend.xp
+        self.xp, entries = xp, backend.ntk_entries
+        self.n, self.L = n, L = T1.shape
+        self.A = xp.zeros((n, min(L, _TEST_TERMS), L))     # a_ik[u] at A[i, k, u]
+        self.B = xp.zeros((n, min(L, _TEST_TERMS), L))     # b_ik[v] at B[i, k, v]
+        self.k = 0
+        i = xp.arange(n)
+        used = xp.zeros((n, L), dtype=bool)
+        frob2, small = xp.zeros(n), xp.zeros(n, dtype=np.int64)
+        active = xp.ones(n, dtype=bool)
+        p = xp.full(n, int(xp.argmax(ns)))
+        while self.k < L and bool(xp.any(active)):     # converged blocks take zero terms
+            if self.k == self.A.shape[1]:
+                self._grow()
+            k = self.k
+            Ak, Bk = self.A[:, :k], self.B[:, :k]
+            r = entries(T1[i, p][:, None] + T2, tn2, ns[p][:, None] + ns[None, :])   # F_i[p_i, :]
+            if k:
+                r -= xp.einsum("ik,ikv->iv", Ak[i, :, p], Bk)
+            used[i, p] = True
+            j = xp.argmax(xp.abs(r), axis=1)
+            delta = r[i, j]
+            ok = active & (delta != 0)
+            b = r / xp.where(ok, delta, 1.0)[:, None]
+            a = entries(T1 + T2[i, j][:, None], tn2, ns[None, :] + ns[j][:, None])  # F_i[:, j_i]
+            if k:
+                a -= xp.einsum("ik,iku->iu", Bk[i, :, j], Ak)
+            a[~ok], b[~ok] = 0.0, 0.0
+            aa, bb = xp.sum(a * a, axis=1), xp.sum(b * b, axis=1)
+            f2 = frob2 + aa * bb
+            if k:
+                f2 += 2.0 * xp.sum(xp.einsum("iku,iu->ik", Ak, a)
+                                   * xp.einsum("ikv,iv->ik", Bk, b), axis=1)
+            frob2 = xp.maximum(f2, aa * bb)
+            self.A[:, k], self.B[:, k] = a, b
+            self.k = k + 1
+            small = xp.where(aa * bb <= tol * tol * frob2, small + 1, 0)
+            score = xp.abs(a)
+            score[used] = -1.0
+            p = xp.argmax(score, axis=1)
+            active &= (small < 2) & ~xp.all(used, axis=1)
+
+    def _grow(self):
+        xp, (n, m, L) = self.xp, self.A.shape
+        m2 = min(L, 2 * m)
+        for name in ("A", "B"):
+            new = xp.zeros((n, m2, L))
+            new[:, :m] = getattr(self, name)
+            setattr(self, name, new)
+
+    def logits(self, C):
+        """sum_k a_ik^T C b_ik for every test pair i, shape (n,)."""
+        n, k, L = self.n, self.k, self.L
+        X = self.A[:, :k].reshape(n * k, L) @ C
+        return self.xp.sum(X.reshape(n, k, L) * self.B[:, :k], axis=(1, 2))
+
+    def blocks(self, idx):
+        """The approximate blocks of test pairs ``idx``, (len(idx), L, L)."""
+        k = self.k
+        return self.xp.matmul(self.A[idx, :k].transpose(0, 2, 1), self.B[idx, :k])
+
+
+def cross_logits(kernel, x, c, rtol=DEFAULT_RTOL, *, probes=4):
+    """Logits at test pairs from a cross approximation of each pair's L x L kernel block.
+
+    Parameters
+    ----------
+    kernel : PairKernel
+        Over all L^2 ordered pairs (pair p = u L + v).
+    x : array_like (n, 2d)
+        Test pairs.
+    c : array (L^2,)
+        Coefficients over the training pairs.
+    rtol : float, default DEFAULT_RTOL
+        Each block's ACA stops when two consecutive terms are below ``rtol`` / 10
+        of its Frobenius norm (measured: block errors up to 1.6 ``rtol``).
+    probes : int, default 4
+        Test pairs (evenly spaced) whose whole exact block is compared with
+        its approximation.
+
+    Returns
+    -------
+    logits : ndarray (n,)
+        NumPy.
+    error : float
+        The largest relative Frobenius error ||F~_i - F_i|| / ||F_i|| over the
+        probed blocks (so |logit error_i| <= error_i ||F_i||_F ||C||_F).
+    """
+    xp = kernel.xp
+    L = kernel.G.shape[0]
+    lg = Logits(kernel, x)
+    ns = xp.diag(kernel.G)
+    C = c.reshape(L, L)
+    n = lg.T1.shape[0]
+    chunk = max(1, min(n, (256 << 20) // (16 * _TEST_TERMS * L)))   # A and B in 256 MiB
+    out, error = [], 0.0
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        blocks = _TestBlocks(kernel.backend, lg.T1[s:e], lg.T2[s:e], lg.n2[s:e], ns,
+                             rtol / 10.0)
+        out.append(blocks.logits(C))
+        if s == 0 and probes:
+            idx = np.unique(np.linspace(0, e - s - 1, min(probes, e - s)).astype(np.int64))
+            r = xp.asarray(idx)
+            exact = kernel.backend.pair_ntk(lg.T1, r, lg.T2, r, lg.n2[r], kernel.u, kernel.v,
+                                            kernel.n2).reshape(len(idx), L, L)
+            gap = xp.linalg.norm((blocks.blocks(r) - exact).reshape(len(idx), -1), axis=1)
+            size = xp.linalg.norm(exact.reshape(len(idx), -1), axis=1)
+            error = float(xp.max(gap / xp.where(size > 0, size, 1.0)))
+    return kernel.backend.to_host(xp.concatenate(out)), error
+
+
 @register_solver("kron", auto_rank=1)
 class KronSolver(CGSolver):
     """All pairs: K as a short sum of Kronecker products plus an exact diagonal (module notes).
 
     Products are two GEMMs; the regression solve is ``CGSolver``'s Jacobi-
     preconditioned CG on these products; ``rows`` are formed from the factors.
+    The factors are built on construction (``factorise``).
+
+    Parameters
+    ----------
+    kernel : PairKernel
+        Over all L^2 ordered pairs, in ``choose_pairs``'s order.
+    size : SolveSize, optional
+        ``kernel_tol`` (None: ``DEFAULT_RTOL``) and ``max_bytes`` (the cap on
+        terms, ``max_terms``); None: the default target and no memory limit.
+
+    Raises
+    ------
+    ValueError
+        For a kernel over other pairs than all L^2 (naming `pairs`), or a
+        ``kernel_tol`` the float64 entries cannot reach.
+    SolveTooLargeError
+        When the target needs more terms than ``max_terms`` allows.
     """
 
     @classmethod
     def memory_bytes(cls, P):
-        """The least store: 16 L^2 bytes per term, here for one term (the built count is
-        recorded by ``record``)."""
+        """Bytes a term stores (16 P, P = L^2); ``record`` gives the whole store as built."""
         return 16 * P
 
     @classmethod
@@ -407,7 +599,9 @@ class KronSolver(CGSolver):
         max_bytes = (1 << 62) if size is None else size.max_bytes
         with self.threads():
             self.factors = factorise(kernel, rtol, cap=max(1, max_terms(L, max_bytes)))
-        self.products = self.rows_formed = 0
+        self.rtol = rtol
+        self.products = self.rows_formed = self.test_pairs = 0
+        self.test_error = 0.0
 
     def __matmul__(self, V):
         f = self.factors
@@ -422,11 +616,24 @@ class KronSolver(CGSolver):
         self.rows_formed += len(idx)
         return self.factors.rows(idx)
 
+    def logits(self, x, c):
+        """Test logits: from L = ``TEST_CROSS_MIN_L`` on by cross approximation of each test
+        pair's block (``cross_logits``), below it matrix-free (exact)."""
+        if self.factors.L < TEST_CROSS_MIN_L:
+            return super().logits(x, c)
+        with self.threads():
+            f, error = cross_logits(self.kernel, x, c, self.rtol)
+        self.test_pairs += len(f)
+        self.test_error = max(self.test_error, error)
+        return f
+
     def record(self):
         """kernel_bytes (the factors and the correction), terms, target and probed error."""
         f = self.factors
         return {"kernel_bytes": 16 * f.terms * f.L * f.L + 8 * f.L * f.L, **f.info}
 
     def counts(self):
-        """Products (vectors multiplied) and kernel rows formed, so far."""
-        return {"kron_products": self.products, "kron_rows": self.rows_formed}
+        """Products (vectors multiplied), kernel rows formed, test pairs evaluated and the
+        largest probed relative error of their blocks, so far."""
+        return {"kron_products": self.products, "kron_rows": self.rows_formed,
+                "kron_test_pairs": self.test_pairs, "kron_test_block_error": self.test_error}

@@ -70,7 +70,7 @@ from ..params import LAZY_LIMIT
 from ..tasks.base import Task
 from . import dynamics
 from .backend import KERNELS
-from .pairs import Logits, PairKernel, accuracy, choose_pairs, class_weights, count_pairs
+from .pairs import PairKernel, accuracy, choose_pairs, class_weights, count_pairs
 from .solvers import CG_MAX_PAIRS, SOLVERS, SolveSize, SolveTooLargeError, choose_solver
 
 #: CG_MAX_PAIRS and SolveTooLargeError are the solvers', re-exported with the entry point.
@@ -313,12 +313,12 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if method == "regression":
         c, solved = dynamics.regression(op, w, y, ridge=ridge, tol=tol, maxiter=maxiter)
         info.update(solved)
-        acc = best = accuracy(kernel, c, *task.sample_test(n_test, seed))
+        acc = best = accuracy(op, c, *task.sample_test(n_test, seed))
     else:
         streams = train_streams(seed)
 
         def evaluate(c):
-            return accuracy(kernel, c, *task.sample_test(n_test, streams["test"]))
+            return accuracy(op, c, *task.sample_test(n_test, streams["test"]))
 
         flow = dict(steps=steps, eval_every=eval_every, progress=progress)
         if method == "logistic_flow":
@@ -331,7 +331,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
 
             c, history = dynamics.logistic_sgd(op, draw, evaluate, lr=alpha0 / batch_size, **flow)
         acc, best = history["test_accuracy"][-1], max(history["test_accuracy"])
-    preds = None if test_x is None else Logits(kernel, test_x).logits(c)
+    preds = None if test_x is None else op.logits(test_x, c)
     info.update(op.counts())
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               "task_seed_entropy": int(task.seed_entropy), "seed": recorded_seed(seed),

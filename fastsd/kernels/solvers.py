@@ -40,6 +40,10 @@ what it stores and provides:
     The kernel's diagonal, |x_p|^2 (P,), a backend array (ridge scale, preconditioner).
 ``op.matrix``
     The stored P x P kernel, or None; a backend may run faster on it (``kernel_sgd``).
+``op.logits(x, c)``
+    Logits sum_q c_q ntk(x_i, x_q) at test pairs x (n, 2d), a NumPy array
+    (n,); by default ``fastsd.kernels.pairs.Logits`` (matrix-free, n P
+    kernel entries).
 ``op.solve(w, b, lam, tol=, maxiter=)``
     z with (W^1/2 K W^1/2 + lam I) z = b, W = diag(w), and a dict of what the
     record should say about the solve (at least "jitter": the lam used).
@@ -84,6 +88,7 @@ import numpy as np
 
 from .._memory import fmt_bytes
 from ..exceptions import SizeTooLargeError
+from .pairs import Logits
 
 #: Above this many training pairs the matrix-free solver (O(P^2) kernel
 #: evaluations per product) is refused by solver="auto" as too slow.
@@ -247,6 +252,10 @@ class Solver:
     def solve(self, w, b, lam, *, tol, maxiter):
         """z with (W^1/2 K W^1/2 + lam I) z = b, and the record's entries about the solve."""
         raise NotImplementedError
+
+    def logits(self, x, c):
+        """Logits at the test pairs ``x`` (n, 2d) of the coefficients ``c`` (P,), NumPy (n,)."""
+        return Logits(self.kernel, x).logits(c)
 
     def record(self):
         """The solver's entries of ``solver_info`` before a solve."""
