@@ -180,5 +180,6 @@ FAMILIES = {f.name: f for f in (
     Family("walkers", "fastsd.walkers", ("simulate", "run", "buffers")),
     # the arc-cosine kernels and the lazy limit's pair-kernel primitives (fastsd.kernels.backend)
     Family("kernels", "fastsd.kernels", ("xp", "arccos_kernels", "pair_ntk", "pair_ntk_matvec",
-                                         "kernel_sgd", "cho_solve", "to_host"), needs_cupy=True),
+                                         "ntk_entries", "kernel_sgd", "cho_solve", "to_host"),
+           needs_cupy=True),
 )}

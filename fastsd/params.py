@@ -279,8 +279,9 @@ LAZY_LIMIT = Spec(
           positive=True, optional=True),
     Param("ridge", "float", "regression ridge, relative to the mean kernel diagonal", 1e-8,
           nonnegative=True),
-    Param("solver", "choice", "dense kernel, matrix-free CG, or the cheaper that fits", "auto",
-          choices=("auto", "dense", "cg")),
+    Param("solver", "choice", "dense kernel, matrix-free CG, Kronecker-structured kernel "
+          "(all pairs), or the cheaper that fits", "auto",
+          choices=("auto", "dense", "cg", "kron")),
 )
 
 WALKERS = Spec(

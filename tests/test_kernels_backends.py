@@ -136,6 +136,10 @@ def test_backend_primitives_match_the_reference(backend_module):
     V = rng.standard_normal((len(c1), 3))
     np.testing.assert_allclose(mod.to_host(mod.pair_ntk_matvec(*_on(mod, *args, V))),
                                want @ V, **close)
+    # entry by entry: each row against its own inputs (here the same ones)
+    dot = G[u][:, c1] + G[v][:, c2]
+    got = mod.ntk_entries(*_on(mod, dot, n2, np.tile(cn2, (len(n2), 1))))
+    np.testing.assert_allclose(mod.to_host(got), want, **close)
 
     A = want[:, :5].T @ want[:, :5] + np.eye(5)
     b = rng.standard_normal(5)
@@ -161,6 +165,7 @@ def test_backend_primitives_match_the_reference(backend_module):
 @pytest.mark.parametrize("backend", KERNELS.available())
 @pytest.mark.parametrize("method,solver", [("regression", "dense"), ("regression", "cg"),
                                            ("logistic_flow", "dense"),
+                                           ("logistic_flow", "kron"),
                                            ("logistic_sgd", "cg")])
 def test_lazy_limit_on_every_backend_equals_the_reference(backend, method, solver):
     task = SameDifferent(d=5, L=6, seed=3)

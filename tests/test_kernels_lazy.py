@@ -158,9 +158,10 @@ def test_bad_input_and_too_large_solves_fail_early():
 def test_cuda_backend_matches_numpy():
     task = SameDifferent(d=5, L=8, seed=0)
     xt, _ = task.sample_test(20, seed=1)
-    for method in ("regression", "logistic_flow"):
-        a = lazy_limit(task, method, test_x=xt, backend="numpy", steps=200, eval_every=100)
-        b = lazy_limit(task, method, test_x=xt, backend="cuda", steps=200, eval_every=100)
+    for method, solver in itertools.product(("regression", "logistic_flow"), ("dense", "kron")):
+        kw = dict(test_x=xt, steps=200, eval_every=100, solver=solver)
+        a = lazy_limit(task, method, backend="numpy", **kw)
+        b = lazy_limit(task, method, backend="cuda", **kw)
         np.testing.assert_allclose(b.predictions, a.predictions, rtol=1e-8, atol=1e-10)
 
 

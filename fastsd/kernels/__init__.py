@@ -8,10 +8,12 @@
 
 Modules: ``arccos`` and ``empirical`` (the kernels), ``lazy`` (the lazy limit's
 entry point), ``pairs`` (training pairs and the pair kernel), ``solvers``
-(dense / matrix-free solvers and their registry), ``dynamics`` (regression,
+(dense / matrix-free solvers and their registry), ``kron`` (the all-pairs kernel
+as a sum of Kronecker products), ``dynamics`` (regression,
 flow, SGD), ``backend`` (the family of backend modules ``_reference``,
 ``_cpu``, ``_cuda``).
 """
+from . import kron  # noqa: F401  (registers solver="kron")
 from .arccos import arccos, nngp, ntk
 from .empirical import empirical_ntk
 from .lazy import LazyResult, lazy_cell, lazy_limit

@@ -2,13 +2,13 @@
 
 ``pair_ntk`` fills a block of the kernel matrix; ``pair_ntk_matvec`` applies
 the kernel to a block of vectors without storing it (memory O(n + k)), for the
-matrix-free solvers; ``kernel_sgd`` runs kernel SGD on a stored kernel in one
-compiled loop. All read symbol dot products from L x L (or n x L) tables, so
-nothing depends on d. Rows run in parallel (``prange``); each output entry is
-computed by one thread in a fixed order, so results do not depend on the
-thread count. The arc-cosine kernels, the Cholesky solve and the copy to the
-host are the reference's (NumPy, SciPy). The interface is the family's
-(``fastsd.kernels.backend``).
+matrix-free solvers; ``ntk_entries`` evaluates it entry by entry; ``kernel_sgd``
+runs kernel SGD on a stored kernel in one compiled loop. All read symbol dot
+products from L x L (or n x L) tables, so nothing depends on d. Rows run in
+parallel (``prange``); each output entry is computed by one thread in a fixed
+order, so results do not depend on the thread count. The arc-cosine kernels,
+the Cholesky solve and the copy to the host are the reference's (NumPy,
+SciPy). The interface is the family's (``fastsd.kernels.backend``).
 """
 import math
 
@@ -72,6 +72,14 @@ def _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
 
 
 @_jitcache.njit(parallel=True)
+def _ntk_entries_into(dot, nx2, ny2, out):
+    """out[i, j] = ntk(dot[i, j], nx2[i], ny2[i, j])."""
+    for i in nb.prange(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = _ntk(dot[i, j], nx2[i], ny2[i, j])
+
+
+@_jitcache.njit(parallel=True)
 def _kernel_sgd_stored(K, idx, y, lr, c, loss):
     """Kernel SGD in function space: f = K c over pairs; idx, y are (steps, batch).
 
@@ -124,6 +132,25 @@ def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V):
     """
     out = np.empty((len(r1), V.shape[1]))
     _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, np.ascontiguousarray(V), out)
+    return out
+
+
+def ntk_entries(dot, nx2, ny2):
+    """ntk of n row inputs against k inputs each (see ``_reference.ntk_entries``).
+
+    Parameters
+    ----------
+    dot : ndarray (n, k), float64
+    nx2 : ndarray (n,)
+    ny2 : ndarray (n, k)
+
+    Returns
+    -------
+    ndarray (n, k), float64
+    """
+    out = np.empty(dot.shape)
+    _ntk_entries_into(np.ascontiguousarray(dot), np.ascontiguousarray(nx2),
+                      np.ascontiguousarray(ny2), out)
     return out
 
 

@@ -173,6 +173,27 @@ class ArrayKernels:
                           c1, c2, cn2) @ V
             for s in range(0, len(r1), rows)])
 
+    def ntk_entries(self, dot, nx2, ny2):
+        """ntk of n row inputs against k inputs each, from dot products and squared norms.
+
+        For kernel entries that are no block of pairs, e.g. one row of a different
+        L x L block for every test pair (``fastsd.kernels.kron``).
+
+        Parameters
+        ----------
+        dot : array (n, k), float64
+            x_i . y_ij.
+        nx2 : array (n,)
+            |x_i|^2.
+        ny2 : array (n, k)
+            |y_ij|^2.
+
+        Returns
+        -------
+        array (n, k), float64
+        """
+        return kernels_from_gram(dot, nx2[:, None], ny2, self.xp)[2]
+
     def kernel_sgd(self, op, c, idx, y, lr):
         """Kernel SGD in function space over the steps of one chunk: f = K c over pairs.
 
@@ -240,5 +261,5 @@ class ArrayKernels:
 
 #: The family's interface: the reference's array code on NumPy.
 xp = np
-arccos_kernels, pair_ntk, pair_ntk_matvec, kernel_sgd, cho_solve, to_host = \
+arccos_kernels, pair_ntk, pair_ntk_matvec, ntk_entries, kernel_sgd, cho_solve, to_host = \
     ArrayKernels(np).functions()

@@ -23,6 +23,10 @@ the reference's):
     and squared norms.
 ``pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V)``
     That block times V (k, r), (n, r), without storing the block.
+``ntk_entries(dot, nx2, ny2)``
+    ntk of n inputs against k inputs each, from dot products (n, k) and
+    squared norms (n,) and (n, k): kernel entries that are no block of pairs
+    (the structured solver's test rows, ``fastsd.kernels.kron``).
 ``kernel_sgd(op, c, idx, y, lr)``
     Kernel SGD over the (steps, batch) pair indices ``idx`` with labels ``y``
     on the training kernel ``op`` (a ``fastsd.kernels.solvers.Solver``),

@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 from .. import _numerics, _progress
-from .solvers import one_blas_thread
 
 
 def regression(op, w, y, *, ridge, tol, maxiter):
@@ -101,7 +100,7 @@ def logistic_flow(op, w, y, evaluate, *, alpha0, steps, eval_every, progress=Fal
         "rk4_substeps_per_eval" and "lambda_max" (of W^1/2 K W^1/2).
     """
     xp = op.xp
-    with one_blas_thread():
+    with op.threads():
         # the Jacobian of the flow has eigenvalues in [-alpha0 lambda_max / 4, 0]
         # (sigmoid' <= 1/4); RK4 steps h = 1/(2 mu) keep h |eigenvalue| <= 1/2
         lam_max = lambda_max(op, xp.sqrt(w))
@@ -155,7 +154,7 @@ def logistic_sgd(op, draw, evaluate, *, lr, steps, eval_every, progress=False):
         idx, y = draw(n)
         return kernel_sgd(op, c, idx, y, lr)
 
-    with one_blas_thread():
+    with op.threads():
         return _evolve("logistic_sgd", advance, op.xp.zeros(len(op.diagonal)), evaluate, steps,
                        eval_every, progress)
 

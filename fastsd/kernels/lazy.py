@@ -70,7 +70,7 @@ from ..params import LAZY_LIMIT
 from ..tasks.base import Task
 from . import dynamics
 from .backend import KERNELS
-from .pairs import Logits, PairKernel, accuracy, choose_pairs, class_weights, count_pairs
+from .pairs import PairKernel, accuracy, choose_pairs, class_weights, count_pairs
 from .solvers import CG_MAX_PAIRS, SOLVERS, SolveSize, SolveTooLargeError, choose_solver
 
 #: CG_MAX_PAIRS and SolveTooLargeError are the solvers', re-exported with the entry point.
@@ -103,10 +103,12 @@ class LazyResult:
     pair_selection : str
         How the pairs were chosen ("all ordered pairs", "sampled ...", "given").
     solver : str
-        The solver's name, "dense" or "cg" (the flows use its kernel store too).
+        The solver's name, "dense", "kron" or "cg" (the flows use its kernel store too).
     solver_info : dict
         Ridge and jitter used, CG iterations and relative residual, step size
-        of the flow, bytes of the kernel matrix.
+        of the flow, bytes of the kernel matrix; for "kron" also its terms,
+        error target and probed error bound, and the products made
+        (``fastsd.kernels.kron``).
     history : dict of list
         "step", "test_accuracy", "train_loss" (the weighted population BCE for
         the flow, the batch mean for SGD) at every evaluation; empty for regression.
@@ -151,7 +153,8 @@ class LazyResult:
 
 
 def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1024, test_x=None,
-               ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None, steps=25000,
+               ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None, kernel_tol=None,
+               steps=25000,
                alpha0=None, eval_every=1000, batch_size=128, backend="auto", progress=False):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
@@ -190,14 +193,25 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         Pairs at which to return the logits (``predictions``).
     ridge : float, default 1e-8
         Regression ridge relative to the mean diagonal of W^1/2 K W^1/2, >= 0.
-    solver : {"auto", "dense", "cg"}
-        "dense" stores the P x P kernel (8 P^2 bytes); "cg" is matrix-free.
-        "auto" takes "dense" when it fits in ``max_bytes``, else "cg" up to
-        ``CG_MAX_PAIRS`` pairs. The flows use the same choice for their kernel store.
+    solver : {"auto", "dense", "cg", "kron"}
+        "dense" stores the P x P kernel (8 P^2 bytes); "kron" (pairs="all"
+        only) stores it as a short sum of Kronecker products of L x L factors
+        plus its exact diagonal, built from the symbol Gram to ``kernel_tol``
+        (``fastsd.kernels.kron``: 16 L^2 bytes a term, products by GEMM);
+        "cg" is matrix-free. "auto" takes "dense" when it fits in
+        ``max_bytes``, else "kron" for all pairs, else "cg" up to
+        ``CG_MAX_PAIRS`` pairs. The flows use the same choice for their kernel
+        store; "kron" and "cg" solve the regression by CG.
     max_bytes : int, optional
         Memory allowed for the kernel matrix; default half the available memory.
     tol, maxiter
         CG relative residual and iteration cap (default 10 P, at most 5000).
+    kernel_tol : float, optional
+        solver="kron": the relative Frobenius error ||K~ - K||_F / ||K||_F
+        allowed to the structured kernel, in [1e-13, 0.1]; default 1e-10 (test
+        logits then agree with solver="dense" to about 1e-6 relative). The
+        achieved error (a probed bound) is recorded in ``solver_info``.
+        Ignored by the exact solvers.
     steps : int, default 25000
         SGD steps of the flows (the paper's symbol runs use 25,000 or 50,000).
     alpha0 : float, optional
@@ -260,6 +274,11 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
                               alpha0=alpha0))
     n_test, ridge, steps, eval_every, alpha0 = c.values()
     tol = check_float("tol", tol, positive=True)
+    if kernel_tol is not None:
+        kernel_tol = check_float("kernel_tol", kernel_tol, positive=True)
+        if not 1e-13 <= kernel_tol <= 0.1:
+            raise ValueError(f"`kernel_tol` must be a relative error in [1e-13, 0.1]; got "
+                             f"{kernel_tol!r}.")
     batch_size = check_batch_size("batch_size", batch_size)
     alpha0 = task.default_alpha0 if alpha0 is None else alpha0
     max_bytes = default_max_bytes() if max_bytes is None else check_int(
@@ -269,19 +288,24 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if method == "logistic_sgd" and not (isinstance(pairs, str) and pairs == "all"):
         raise ValueError(f"`pairs` must be 'all' with method 'logistic_sgd' (the network "
                          f"samples from all pairs); got {pairs!r:.80}.")
+    if solver == "kron" and not (isinstance(pairs, str) and pairs == "all"):
+        raise ValueError(f"`pairs` must be 'all' with solver='kron' (the kernel of all L^2 "
+                         f"ordered pairs is a sum of Kronecker products); got {pairs!r:.80}; "
+                         f"use solver='dense' or 'cg' for a sample or given pairs.")
     backend, ops = KERNELS.load(backend)
 
     L = task.L
     P = count_pairs(L, pairs)
     maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
-    solver_cls = choose_solver(solver, SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str),
-                                                 max_bytes=max_bytes))
+    size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
+                     kernel_tol=kernel_tol)
+    solver_cls = choose_solver(solver, size)
     check_fits(_needs(task, method, pairs, P, n_test, test_x, min(eval_every, steps),
                       batch_size))
     u, v, selection = choose_pairs(L, pairs, seed)
 
     kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v)
-    op = solver_cls(kernel)
+    op = solver_cls(kernel, size)
     same = u == v
     w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
     info = op.record()
@@ -289,12 +313,12 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     if method == "regression":
         c, solved = dynamics.regression(op, w, y, ridge=ridge, tol=tol, maxiter=maxiter)
         info.update(solved)
-        acc = best = accuracy(kernel, c, *task.sample_test(n_test, seed))
+        acc = best = accuracy(op, c, *task.sample_test(n_test, seed))
     else:
         streams = train_streams(seed)
 
         def evaluate(c):
-            return accuracy(kernel, c, *task.sample_test(n_test, streams["test"]))
+            return accuracy(op, c, *task.sample_test(n_test, streams["test"]))
 
         flow = dict(steps=steps, eval_every=eval_every, progress=progress)
         if method == "logistic_flow":
@@ -307,7 +331,8 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
 
             c, history = dynamics.logistic_sgd(op, draw, evaluate, lr=alpha0 / batch_size, **flow)
         acc, best = history["test_accuracy"][-1], max(history["test_accuracy"])
-    preds = None if test_x is None else Logits(kernel, test_x).logits(c)
+    preds = None if test_x is None else op.logits(test_x, c)
+    info.update(op.counts())
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               "task_seed_entropy": int(task.seed_entropy), "seed": recorded_seed(seed),
               "backend": backend, "ridge": ridge, "tol": tol, "steps": steps,

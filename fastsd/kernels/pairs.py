@@ -12,7 +12,7 @@ items with the L symbols (n_test x L x d); no n x n x d array is ever built.
   whole matrix, as rows, or applied to vectors without storing it (what the
   solvers of ``fastsd.kernels.solvers`` build on);
 - ``Logits``, ``accuracy``: logits f~(x) = sum_q c_q ntk(x, x_q) at test
-  pairs, and their accuracy.
+  pairs (matrix-free), and the accuracy of a solver's logits.
 """
 import numpy as np
 
@@ -205,12 +205,14 @@ class Logits:
         return k.backend.to_host(k.apply(self.T1, self.r, self.T2, self.r, self.n2, c))
 
 
-def accuracy(kernel, c, x, y):
+def accuracy(op, c, x, y):
     """Accuracy of the logits sum_q c_q ntk(x, x_q) on test pairs ``x`` with labels ``y``.
 
     Parameters
     ----------
-    kernel : PairKernel
+    op : Solver
+        The training kernel's solver; its ``logits(x, c)`` gives the logits
+        (``Logits`` by default, ``fastsd.kernels.solvers``).
     c : array (P,)
         Coefficients over the training pairs.
     x : ndarray (n, 2d)
@@ -221,4 +223,4 @@ def accuracy(kernel, c, x, y):
     -------
     float
     """
-    return float(np.mean((Logits(kernel, x).logits(c) > 0) == (y > 0.5)))
+    return float(np.mean((op.logits(x, c) > 0) == (y > 0.5)))

@@ -24,7 +24,9 @@ Class attributes and methods, used before anything is allocated:
     Why solver="auto" passes it over, as a phrase ("the dense kernel needs
     ..."), or None when "auto" may take it.
 
-An instance, ``cls(kernel)``, builds what it stores and provides:
+An instance, ``cls(kernel, size)`` (``size`` the ``SolveSize`` it was chosen
+for, or None: no memory limit and the solver's default accuracy), builds
+what it stores and provides:
 
 ``op.kernel``, ``op.xp``
     The ``PairKernel`` it was built on (its backend module, the symbol Gram G,
@@ -38,22 +40,35 @@ An instance, ``cls(kernel)``, builds what it stores and provides:
     The kernel's diagonal, |x_p|^2 (P,), a backend array (ridge scale, preconditioner).
 ``op.matrix``
     The stored P x P kernel, or None; a backend may run faster on it (``kernel_sgd``).
+``op.logits(x, c)``
+    Logits sum_q c_q ntk(x_i, x_q) at test pairs x (n, 2d), a NumPy array
+    (n,); by default ``fastsd.kernels.pairs.Logits`` (matrix-free, n P
+    kernel entries).
 ``op.solve(w, b, lam, tol=, maxiter=)``
     z with (W^1/2 K W^1/2 + lam I) z = b, W = diag(w), and a dict of what the
     record should say about the solve (at least "jitter": the lam used).
 ``op.record()``
     The solver's part of ``solver_info`` before any solve ("kernel_bytes").
+``op.counts()``
+    What it counted while in use (a structured solver's products), added to
+    ``solver_info`` at the end; {} by default.
+``op.threads()``
+    A context manager for the BLAS threading its products want, entered by
+    the dynamics and the regression solve: one thread by default (memory-bound
+    matrix-vector products, ``one_blas_thread``).
 
 The auto rule: the solver of lowest ``auto_rank`` whose ``auto_refusal`` is
 None; when all refuse, ``SolveTooLargeError`` with every reason. With "dense"
-(rank 0: stored, Cholesky) and "cg" (rank 1: matrix-free, Jacobi-
+(rank 0: stored, Cholesky), "kron" (rank 1: all pairs as a sum of Kronecker
+products, ``fastsd.kernels.kron``) and "cg" (rank 2: matrix-free, Jacobi-
 preconditioned conjugate gradients) that is: "dense" when 8 P^2 bytes fit in
-``max_bytes``, else "cg" up to ``CG_MAX_PAIRS`` pairs.
+``max_bytes``, else "kron" for all pairs (room for 64 terms), else "cg" up to
+``CG_MAX_PAIRS`` pairs.
 
-Adding a solver (issue 17's "kron"): one module defining a ``Solver`` subclass
-decorated with ``@register_solver("kron", auto_rank=...)``, and one line
-importing that module in ``fastsd/kernels/__init__.py`` (``from . import kron``,
-which registers it before any call can name it). ``lazy_limit`` and
+Adding a solver (as ``fastsd.kernels.kron`` does): one module defining a
+``Solver`` subclass decorated with ``@register_solver(name, auto_rank=...)``,
+and one line importing that module in ``fastsd/kernels/__init__.py``
+(``from . import kron``, which registers it before any call can name it). ``lazy_limit`` and
 the dynamics use only the interface above; a solver that needs a new backend
 primitive adds its name to the kernels family's interface
 (``fastsd._dispatch.FAMILIES``) and to each backend module.
@@ -73,6 +88,7 @@ import numpy as np
 
 from .._memory import fmt_bytes
 from ..exceptions import SizeTooLargeError
+from .pairs import Logits
 
 #: Above this many training pairs the matrix-free solver (O(P^2) kernel
 #: evaluations per product) is refused by solver="auto" as too slow.
@@ -97,12 +113,17 @@ class SolveSize:
         Whether the pairs are all L^2 ordered pairs (pairs="all").
     max_bytes : int
         Memory allowed for what the solver stores.
+    kernel_tol : float, optional
+        Relative Frobenius error allowed to an approximate kernel store
+        (``lazy_limit``'s ``kernel_tol``); None: the solver's default. Exact
+        solvers ignore it.
     """
 
     P: int
     L: int
     all_pairs: bool
     max_bytes: int
+    kernel_tol: float = None
 
 
 #: Solver name -> class, filled by ``register_solver``.
@@ -193,6 +214,8 @@ class Solver:
     ----------
     kernel : PairKernel
         The training pairs' kernel on a backend.
+    size : SolveSize, optional
+        What it was chosen for (memory allowed, accuracy asked).
     """
 
     name = None
@@ -213,7 +236,7 @@ class Solver:
         """Why solver="auto" passes this solver over for ``size`` (a phrase), or None."""
         return cls.refusal(size)
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, size=None):
         self.kernel = kernel
         self.xp = kernel.xp
         self.diagonal = kernel.n2
@@ -230,9 +253,21 @@ class Solver:
         """z with (W^1/2 K W^1/2 + lam I) z = b, and the record's entries about the solve."""
         raise NotImplementedError
 
+    def logits(self, x, c):
+        """Logits at the test pairs ``x`` (n, 2d) of the coefficients ``c`` (P,), NumPy (n,)."""
+        return Logits(self.kernel, x).logits(c)
+
     def record(self):
         """The solver's entries of ``solver_info`` before a solve."""
         return {"kernel_bytes": self.memory_bytes(len(self.kernel))}
+
+    def counts(self):
+        """What the solver counted while in use, for ``solver_info`` (none by default)."""
+        return {}
+
+    def threads(self):
+        """The BLAS threading of its products: one thread (``one_blas_thread``)."""
+        return one_blas_thread()
 
 
 @register_solver("dense", auto_rank=0)
@@ -262,8 +297,8 @@ class DenseSolver(Solver):
         return (f"the dense kernel needs {fmt_bytes(cls.memory_bytes(size.P))} "
                 f"(`max_bytes` = {fmt_bytes(size.max_bytes)})")
 
-    def __init__(self, kernel):
-        super().__init__(kernel)
+    def __init__(self, kernel, size=None):
+        super().__init__(kernel, size)
         self.matrix = kernel.matrix()
 
     def __matmul__(self, V):
@@ -281,7 +316,7 @@ class DenseSolver(Solver):
         return z, {"jitter": lam}
 
 
-@register_solver("cg", auto_rank=1)
+@register_solver("cg", auto_rank=2)
 class CGSolver(Solver):
     """Matrix-free: products by the backend's ``pair_ntk_matvec``, Jacobi-preconditioned CG."""
 
@@ -304,7 +339,7 @@ class CGSolver(Solver):
         xp = self.xp
         sw = xp.sqrt(w)
         lam = lam if lam > 0 else 1e-12 * float(xp.sum(w * self.diagonal)) / len(w)
-        with one_blas_thread():
+        with self.threads():
             z, it, res = _cg(lambda q: sw * (self @ (sw * q)) + lam * q, b,
                              w * self.diagonal + lam, tol, maxiter, xp)
         return z, {"jitter": lam, "cg_iterations": it, "cg_relative_residual": res}

@@ -1,0 +1,225 @@
+"""solver="kron": the all-pairs kernel as a sum of Kronecker products, against the dense kernel.
+
+- the structured operator (products, rows, diagonal) against the exact P x P
+  kernel the dense solver stores, within the error bound it records, at
+  L = 4..24 and d = 3, 8, 32 (float64), and for drawn symbols with varied
+  norms, duplicates and near-collinear pairs (hypothesis);
+- the recorded bound is honest (true error <= bound), also when it is
+  estimated from sampled rows, and a tighter target is met on request;
+- logistic_flow, logistic_sgd and regression with solver="kron" give the test
+  logits of solver="dense" to 1e-6 relative and the same accuracies, also
+  with the test logits from cross approximations of the test pairs' blocks;
+- those blocks against their exact entries, fresh pairs and training pairs
+  (whose blocks hold a kink) alike;
+- the record (terms, bound, bytes, products), "auto"'s choice and the errors.
+"""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastsd import SameDifferent
+from fastsd.kernels import SolveTooLargeError, lazy_limit
+from fastsd.kernels.backend import KERNELS
+from fastsd.kernels import kron as kron_module
+from fastsd.kernels.kron import DEFAULT_RTOL, KronSolver, cross_logits, factorise
+from fastsd.kernels.pairs import Logits, PairKernel, choose_pairs
+from fastsd.kernels.solvers import SolveSize
+
+
+def pair_kernel(S, backend="numpy", pairs="all"):
+    _, ops = KERNELS.load(backend)
+    u, v, _ = choose_pairs(len(S), pairs, 0)
+    return PairKernel(ops, np.asarray(S, np.float64), u, v)
+
+
+def kron(kernel, kernel_tol=None, max_bytes=1 << 40):
+    L = kernel.G.shape[0]
+    return KronSolver(kernel, SolveSize(P=L * L, L=L, all_pairs=True, max_bytes=max_bytes,
+                                        kernel_tol=kernel_tol))
+
+
+def relative_error(op, K):
+    """||K~ - K||_F / ||K||_F with K~ formed column by column from products."""
+    Kh = op @ np.eye(len(K))
+    return np.linalg.norm(Kh - K) / np.linalg.norm(K), Kh
+
+
+@pytest.mark.parametrize("d", [3, 8, 32])
+@pytest.mark.parametrize("L", [4, 9, 16, 24])
+def test_products_rows_and_diagonal_match_the_dense_kernel_within_the_bound(L, d):
+    task = SameDifferent(d=d, L=L, seed=10 * L + d)
+    kernel = pair_kernel(task.symbols, "cpu")
+    K = kernel.matrix()
+    op = kron(kernel)
+    rec = op.record()
+    err, Kh = relative_error(op, K)
+    assert err <= rec["kron_error_bound"] <= DEFAULT_RTOL
+    assert rec["kron_error_exact"] == (L * L <= 256)
+    # the diagonal (the arc-cosine kernel's kink, x = x') is exact: |x|^2
+    np.testing.assert_allclose(np.diag(Kh), np.diag(K), rtol=1e-13, atol=0)
+    # products with a block of vectors: ||(K~ - K) V|| <= e ||K||_F ||V||_F
+    V = np.random.default_rng(L).standard_normal((L * L, 3))
+    gap = np.linalg.norm(op @ V - K @ V)
+    assert gap <= rec["kron_error_bound"] * np.linalg.norm(K) * np.linalg.norm(V)
+    idx = np.array([0, L + 1, L * L - 1, 3])
+    np.testing.assert_allclose(op.rows(idx), Kh[idx], rtol=0, atol=1e-13 * np.abs(K).max())
+    assert rec["kernel_bytes"] == 16 * rec["kron_terms"] * L * L + 8 * L * L
+    # a few terms stand for the L^2 x L^2 rearrangement at d >= 8
+    assert rec["kron_terms"] <= L * L and (d < 8 or L < 16 or rec["kron_terms"] < L * L / 2)
+
+
+def test_the_bound_from_sampled_rows_is_honest_and_a_tighter_target_is_met():
+    task = SameDifferent(d=16, L=24, seed=3)
+    kernel = pair_kernel(task.symbols)
+    K = kernel.matrix()
+    default = kron(kernel)
+    tight = kron(kernel, kernel_tol=1e-12)
+    for op, target in ((default, DEFAULT_RTOL), (tight, 1e-12)):
+        rec = op.record()
+        assert rec["kron_error_exact"] is False and rec["kron_error_probed_rows"] == 256
+        err, _ = relative_error(op, K)
+        assert err <= rec["kron_error_bound"] <= target, (err, rec)
+        assert rec["kron_error_estimate"] <= rec["kron_error_bound"]
+    assert tight.record()["kron_terms"] > default.record()["kron_terms"]
+    # few probes: a wider confidence limit, still above the true error
+    few = factorise(kernel, 1e-8, cap=576, probes=16, seed=1)
+    Kh = np.stack([few.apply(e) for e in np.eye(576)], axis=1)
+    err = np.linalg.norm(Kh - K) / np.linalg.norm(K)
+    assert err <= few.info["kron_error_bound"] <= 1e-8
+
+
+def _symbols(draw):
+    L = draw(st.integers(3, 12))
+    d = draw(st.integers(2, 40))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    S = rng.standard_normal((L, d)) / np.sqrt(d)
+    S *= np.exp(rng.uniform(-1.5, 1.5, size=(L, 1)))           # varied norms
+    kind = draw(st.sampled_from(["plain", "duplicate", "collinear", "near"]))
+    a, b = rng.choice(L, size=2, replace=False)
+    if kind == "duplicate":
+        S[b] = S[a]
+    elif kind == "collinear":                                   # same direction, other norm
+        S[b] = draw(st.sampled_from([0.5, 2.0, 3.0])) * S[a]
+    elif kind == "near":
+        S[b] = S[a] + draw(st.sampled_from([1e-3, 1e-6, 1e-9])) * rng.standard_normal(d)
+    return S
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_drawn_symbols_with_duplicates_and_near_collinear_pairs(data):
+    S = _symbols(data.draw)
+    kernel = pair_kernel(S)
+    K = kernel.matrix()
+    op = kron(kernel)
+    rec = op.record()
+    err, Kh = relative_error(op, K)
+    assert rec["kron_error_exact"]                              # L^2 <= 144 rows: all probed
+    assert err <= rec["kron_error_bound"] <= DEFAULT_RTOL
+    np.testing.assert_allclose(np.diag(Kh), np.diag(K), rtol=1e-13, atol=0)
+    c = np.random.default_rng(0).standard_normal(len(K))
+    assert np.linalg.norm(op @ c - K @ c) <= rec["kron_error_bound"] * np.linalg.norm(K) * \
+        np.linalg.norm(c)
+
+
+@pytest.mark.parametrize("d, L", [(8, 12), (32, 16)])
+@pytest.mark.parametrize("method", ["logistic_flow", "logistic_sgd", "regression"])
+def test_lazy_limit_with_kron_gives_the_dense_logits_and_accuracies(method, d, L):
+    task = SameDifferent(d=d, L=L, seed=d + L)
+    xt, _ = task.sample_test(100, seed=1)
+    kw = dict(test_x=xt, n_test=256, seed=3, backend="cpu")
+    if method == "logistic_sgd":
+        kw.update(steps=2000, eval_every=500)
+    elif method == "regression":
+        kw.update(tol=1e-12)
+    dense = lazy_limit(task, method, solver="dense", **kw)
+    structured = lazy_limit(task, method, solver="kron", **kw)
+    assert structured.solver == "kron"
+    scale = np.max(np.abs(dense.predictions))
+    assert np.max(np.abs(structured.predictions - dense.predictions)) <= 1e-6 * scale
+    assert structured.test_accuracy == dense.test_accuracy
+    assert structured.history.get("test_accuracy") == dense.history.get("test_accuracy")
+    info = structured.solver_info
+    assert info["kron_error_bound"] <= DEFAULT_RTOL and info["kron_terms"] >= 1
+    if method == "logistic_flow":
+        # power iteration (30), then per evaluation 4 RK4 stages a substep and the loss
+        n_eval, n_sub = len(structured.history["step"]), info["rk4_substeps_per_eval"]
+        assert info["kron_products"] == 30 + n_eval * (4 * n_sub + 1)
+    if method == "logistic_sgd":
+        assert info["kron_rows"] == 2000 * 128
+    if method == "regression":
+        assert info["kron_products"] == info["cg_iterations"]
+
+
+@pytest.mark.parametrize("d, L", [(3, 20), (8, 30), (32, 24), (256, 40)])
+def test_test_blocks_by_cross_approximation_match_their_exact_entries(d, L):
+    task = SameDifferent(d=d, L=L, seed=d * L)
+    kernel = pair_kernel(task.symbols, "cpu")
+    x, _ = task.sample_test(24, seed=2)
+    u, v = kernel.u[:: L + 3], kernel.v[:: L + 3]
+    x = np.vstack([x, np.hstack([task.symbols[u], task.symbols[v]])])   # rho = 1 in a block
+    lg = Logits(kernel, x)
+    exact = kernel.backend.pair_ntk(lg.T1, lg.r, lg.T2, lg.r, lg.n2, kernel.u, kernel.v,
+                                    kernel.n2).reshape(len(x), L, L)
+    blocks = kron_module._TestBlocks(kernel.backend, lg.T1, lg.T2, lg.n2, np.diag(kernel.G),
+                                     DEFAULT_RTOL / 10)
+    approx = blocks.blocks(np.arange(len(x)))
+    size = np.linalg.norm(exact.reshape(len(x), -1), axis=1)
+    err = np.linalg.norm((approx - exact).reshape(len(x), -1), axis=1) / size
+    assert err.max() <= 10 * DEFAULT_RTOL
+    c = np.random.default_rng(1).standard_normal(L * L)
+    got, probed = cross_logits(kernel, x, c, probes=len(x))
+    # |logit error_i| <= ||F~_i - F_i||_F ||C||_F (Cauchy-Schwarz), and the probe is exact
+    gap = np.abs(got - Logits(kernel, x).logits(c))
+    assert np.all(gap <= 1.01 * err * size * np.linalg.norm(c) + 1e-14 * size)
+    assert probed == pytest.approx(err.max(), rel=1e-6, abs=1e-15)
+
+
+def test_lazy_limit_with_structured_test_logits_gives_the_dense_ones(monkeypatch):
+    monkeypatch.setattr(kron_module, "TEST_CROSS_MIN_L", 2)
+    task = SameDifferent(d=32, L=16, seed=5)
+    xt, _ = task.sample_test(100, seed=1)
+    kw = dict(test_x=xt, n_test=256, seed=3, backend="cpu", steps=5000)
+    dense = lazy_limit(task, solver="dense", **kw)
+    structured = lazy_limit(task, solver="kron", **kw)
+    scale = np.max(np.abs(dense.predictions))
+    assert np.max(np.abs(structured.predictions - dense.predictions)) <= 1e-6 * scale
+    assert structured.history["test_accuracy"] == dense.history["test_accuracy"]
+    info = structured.solver_info
+    assert info["kron_test_pairs"] == 5 * 256 + 100
+    assert 0 < info["kron_test_block_error"] <= 10 * DEFAULT_RTOL
+
+
+def test_auto_takes_kron_only_where_dense_does_not_fit():
+    task = SameDifferent(d=64, L=20, seed=0)                   # P = 400: dense 1.28 MB
+    kw = dict(method="regression", n_test=64, seed=1)
+    assert lazy_limit(task, **kw).solver == "dense"
+    assert lazy_limit(task, max_bytes=12 * 10 ** 5, **kw).solver == "kron"    # 64 terms: 819 kB
+    assert lazy_limit(task, max_bytes=12 * 10 ** 5, pairs=400, **kw).solver == "cg"
+    assert lazy_limit(task, max_bytes=5 * 10 ** 5, **kw).solver == "cg"  # no room for 64 terms
+    big = SameDifferent(d=2, L=400, seed=0)
+    with pytest.raises(SolveTooLargeError, match=r"P = 160000 training pairs .* 64 Kronecker "
+                                                 r"terms need 312.5 MiB"):
+        lazy_limit(big, max_bytes=1 << 20)
+
+
+def test_bad_requests_fail_early_with_the_parameter_named():
+    task = SameDifferent(d=3, L=6, seed=0)
+    with pytest.raises(ValueError, match="`pairs` must be 'all' with solver='kron'"):
+        lazy_limit(task, solver="kron", pairs=20)
+    with pytest.raises(ValueError, match=r"`kernel_tol` must be a relative error in \[1e-13"):
+        lazy_limit(task, solver="kron", kernel_tol=0.5)
+    with pytest.raises(TypeError, match="`kernel_tol` must be a real number"):
+        lazy_limit(task, solver="kron", kernel_tol="tight")
+    with pytest.raises(SolveTooLargeError, match=r"needs 1152 bytes a Kronecker term .* "
+                                                 r"`max_bytes` = 100 bytes"):
+        lazy_limit(task, solver="kron", max_bytes=100)
+    kernel = pair_kernel(task.symbols, pairs=20)
+    with pytest.raises(ValueError, match="`pairs` must be 'all'"):
+        kron(kernel)
+    # d = 3: the rank approaches L^2; two terms are not enough for 1e-10
+    with pytest.raises(SolveTooLargeError, match=r"needs more than 2 Kronecker terms .* "
+                                                 r"`kernel_tol` = 1e-10"):
+        factorise(pair_kernel(task.symbols), 1e-10, cap=2)
+
