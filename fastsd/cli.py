@@ -20,26 +20,33 @@ from .params import BACKEND, CALIBRATE, LAZY_LIMIT, MLP, WALKERS
 from .scan import ScanError
 
 
-def _add_command(sub, name, summary, description, spec, names=None):
-    """A command whose options are ``spec``'s declared parameters (``names``) and --backend."""
+def _add_command(sub, name, summary, description, spec, func, *, json_help, quiet_help=None,
+                 names=None, extra=()):
+    """A command whose options are ``spec``'s declared parameters (``names``), --backend, the
+    ``extra`` (flag, argparse keywords) options, --quiet (with ``quiet_help``) and --json."""
     p = sub.add_parser(name, help=summary, description=description)
     spec.add_arguments(p, names)
     BACKEND.add_argument(p)
+    for flag, kw in extra:
+        p.add_argument(flag, **kw)
+    if quiet_help:
+        p.add_argument("--quiet", action="store_true", help=quiet_help)
+    p.add_argument("--json", action="store_true", help=json_help)
+    p.set_defaults(func=func)
     return p
 
 
 def _add_train_parser(sub):
-    p = _add_command(
+    _add_command(
         sub, "train", "train one MLP on the same-different task",
         "Train one centered two-layer ReLU MLP on the same-different task (Sec. 2) and report "
-        "its test accuracy on unseen symbols.", MLP, [n for n in MLP if n != "root_d"])
-    p.add_argument("--dtype", default=None,
-                   help="float32 or float64 (default float32 on cpu, float64 on numpy)")
-    p.add_argument("--path", default="auto", help="auto, dense or symbol (default auto)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON record on stdout instead of a summary")
-    p.set_defaults(func=_cmd_train)
+        "its test accuracy on unseen symbols.", MLP, _cmd_train,
+        names=[n for n in MLP if n != "root_d"],
+        extra=[("--dtype", dict(default=None, help="float32 or float64 (default float32 on "
+                                                   "cpu, float64 on numpy)")),
+               ("--path", dict(default="auto", help="auto, dense or symbol (default auto)"))],
+        quiet_help="no progress bar", json_help="print one JSON record on stdout instead of a "
+                                                "summary")
 
 
 #: Wall time of each figure's --quick preset on the 2-core development machine (AMD EPYC,
@@ -87,40 +94,36 @@ def _add_reproduce_parser(sub):
 
 
 def _add_calibrate_parser(sub):
-    p = _add_command(
+    _add_command(
         sub, "calibrate", "measure this machine's cost model of the training paths",
         "Time the MLP's training engines on one thread at a few shapes (about 6 s), fit the "
         "cost model that path='auto' and `fastsd reproduce --dry-run` use, and store it for "
         "this machine (fastsd.mlp.costs; in ~/.cache/fastsd/costs/, or $XDG_CACHE_HOME/fastsd/"
         "costs/). Without it, the shipped prices of the development machine are used.",
-        CALIBRATE)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the fitted model as JSON")
-    p.set_defaults(func=_cmd_calibrate)
+        CALIBRATE, _cmd_calibrate, quiet_help="no progress bar",
+        json_help="print the fitted model as JSON")
 
 
 def _add_walkers_parser(sub):
-    p = _add_command(
+    _add_command(
         sub, "walkers", "run the Markov walker ensemble of App. C.3",
         "Simulate independent sign-update Markov processes (App. C.3), one per run, and report "
         "mu (App. C.4) per sample category as mean +- 2 sd over runs, the alignment "
-        "v1.v2/(|v1||v2|) and |v1|/|v2|.", WALKERS, [n for n in WALKERS if n != "walker_offset"])
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON record (WalkerResult.to_record) instead of a table")
-    p.set_defaults(func=_cmd_walkers)
+        "v1.v2/(|v1||v2|) and |v1|/|v2|.", WALKERS, _cmd_walkers,
+        names=[n for n in WALKERS if n != "walker_offset"],
+        json_help="print one JSON record (WalkerResult.to_record) instead of a table")
 
 
 def _add_ntk_parser(sub):
-    p = _add_command(
+    _add_command(
         sub, "ntk", "test accuracy of the gamma -> 0, infinite-width network on one cell",
         "Solve the lazy limit (gamma -> 0, infinite width; App. D) of the MLP on "
         "SameDifferent(d, L) exactly, through the L x L symbol Gram matrix, and report its "
-        "test accuracy on unseen symbols.", LAZY_LIMIT)
-    p.add_argument("--max-bytes", type=int, default=None, metavar="BYTES",
-                   help="memory the dense solve may use (default: half of what is available)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar over the flow's time")
-    p.add_argument("--json", action="store_true", help="print one JSON record")
-    p.set_defaults(func=_cmd_ntk)
+        "test accuracy on unseen symbols.", LAZY_LIMIT, _cmd_ntk,
+        extra=[("--max-bytes", dict(type=int, default=None, metavar="BYTES",
+                                    help="memory the dense solve may use (default: half of "
+                                         "what is available)"))],
+        quiet_help="no progress bar over the flow's time", json_help="print one JSON record")
 
 
 def build_parser():
