@@ -68,8 +68,9 @@ preconditioned conjugate gradients) that is: "dense" when 8 P^2 bytes fit in
 Adding a solver (as ``fastsd.kernels.kron`` does): one module defining a
 ``Solver`` subclass decorated with ``@register_solver(name, auto_rank=...)``,
 and one line importing that module in ``fastsd/kernels/__init__.py``
-(``from . import kron``, which registers it before any call can name it). ``lazy_limit`` and
-the dynamics use only the interface above; a solver that needs a new backend
+(``from . import kron``, which registers it before any call can name it), and
+its name in ``fastsd.params.LAZY_LIMIT["solver"]``. ``lazy_limit`` and the
+dynamics use only the interface above; a solver that needs a new backend
 primitive adds its name to the kernels family's interface
 (``fastsd._dispatch.FAMILIES``) and to each backend module.
 
