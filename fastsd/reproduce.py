@@ -187,10 +187,11 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     fastsd.scan.ScanError
         When some cells failed; the finished ones are saved.
     """
-    from ._dispatch import BACKENDS
+    from ._dispatch import BACKENDS, resolve_backend
 
     fig = get_figure(figure)
     check_choice("backend", backend, BACKENDS)
+    resolve_backend(backend)            # one that cannot run here fails before `out` is made
     out = os.fspath(out)
     os.makedirs(out, exist_ok=True)     # fail on a bad folder before any training
     spec = fig.QUICK if quick else fig.FULL
@@ -198,7 +199,7 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
         records, stores = run_preset(spec, out, progress=progress, backend=backend,
                                      executor=executor)
     else:
-        records, stores = fig.collect(spec, out, progress=progress)
+        records, stores = fig.collect(spec, out, progress=progress, backend=backend)
     heading, table, summary, figures = fig.report(spec, records, os.path.join(out, spec.name))
     return {"figure": spec.name, "title": spec.title, "heading": heading, "table": table,
             "summary": summary, "results": stores, "figures": figures}

@@ -110,7 +110,13 @@ class ResultStore:
         if not os.path.exists(self.grid_path):
             return None
         with open(self.grid_path, encoding="utf-8") as fh:
-            return json.load(fh)
+            try:
+                return json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise ValueError(
+                    f"`store` must have a readable grid file; got {self.grid_path}, which is not "
+                    f"valid JSON ({exc.msg} at line {exc.lineno}); restore it, or delete it to "
+                    f"bind the store to the next run's grid.") from None
 
     def bind(self, signature, defaults=None):
         """Bind the store to a grid signature, or extend the grid it is bound to.

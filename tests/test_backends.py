@@ -33,6 +33,7 @@ from fastsd._dispatch import FAMILIES
 from fastsd.mlp import _cpu, _cpu_kernels
 from fastsd.mlp import _reference as ref
 from fastsd.mlp.model import Params, init_params
+from fastsd.tasks.base import BatchStream
 from extremes import EXTREME
 
 EPS64 = np.finfo(np.float64).eps
@@ -61,11 +62,15 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
     scale = 1.0 / (gamma * math.sqrt(d))
     lr = gamma**2 * d * ALPHA0 if gamma <= 1 else gamma * math.sqrt(d) * ALPHA0
     w, a = p0.w.copy(), p0.a.copy()
+    # the documented stream: blocks of BatchStream.BLOCK steps, whatever eval_every is
+    blocks = [task.draw_pairs(streams["pairs"], (BatchStream.BLOCK, batch_size))
+              for _ in range(-(-steps // BatchStream.BLOCK))]
+    U, V, Y = (np.concatenate(column) for column in zip(*blocks))
     windows = []
     t = 0
     while t < steps:
         n = min(eval_every, steps - t)
-        u, v, y = task.draw_pairs(streams["pairs"], (n, batch_size))
+        u, v, y = U[t:t + n], V[t:t + n], Y[t:t + n]
         fs = np.empty((n, batch_size))
         losses = np.empty(n)
         for k in range(n):
@@ -363,6 +368,39 @@ def test_same_seed_same_result(backend, path):
     assert_results_equal(train(task, 0.7, **kw), train(task, 0.7, **kw))
     other = train(task, 0.7, **dict(kw, seed=6))
     assert not np.array_equal(other.initial_params.w, train(task, 0.7, **kw).initial_params.w)
+
+
+@pytest.mark.parametrize("backend, path", BACKENDS + [("cuda", "dense"), ("cuda", "symbol")])
+def test_batches_independent_of_eval_every_and_steps(backend, path):
+    """A seed gives the same batches for any evaluation schedule, and a shorter run trains on a
+    prefix of a longer one's: windows of 7 steps cross the 256-step blocks off their edges."""
+    if backend not in FAMILIES["mlp"].available():
+        pytest.skip(f"backend {backend!r} is not available here")
+    task = SameDifferent(d=3, L=4, seed=1)
+    kw = dict(width=5, batch_size=4, n_test=8, seed=2, backend=backend, path=path,
+              dtype="float64")
+    whole = train(task, 0.8, steps=600, eval_every=600, **kw)
+    windows = train(task, 0.8, steps=600, eval_every=7, **kw)
+    np.testing.assert_array_equal(whole.final_params.w, windows.final_params.w)
+    np.testing.assert_array_equal(whole.final_params.a, windows.final_params.a)
+    halves = train(task, 0.8, steps=600, eval_every=300, **kw)
+    first = train(task, 0.8, steps=300, eval_every=300, **kw)
+    assert halves.history["train_loss"][0] == first.history["train_loss"][0]
+    assert halves.history["train_loss"][1] != first.history["train_loss"][0]
+
+
+def test_engine_calls_of_any_length_give_the_same_bits(monkeypatch):
+    """Steps reach the engines in calls of one step (CALL_SECONDS = 0) or ever longer ones."""
+    from fastsd import _calls
+
+    tasks = mixed_tasks(sigma2s=(0.0, 0.5, 0.0, 0.5))         # noisy ones too: noise streams
+    kw = dict(ENSEMBLE, steps=300, backend="cpu", path="auto", dtype="float32")
+    monkeypatch.setattr(_calls, "CALL_SECONDS", 0.0)
+    single = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
+    monkeypatch.setattr(_calls, "CALL_SECONDS", math.inf)
+    growing = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
+    for a, b in zip(single, growing):
+        assert_results_equal(a, b)
 
 
 @pytest.mark.parametrize("path", ["dense", "symbol"])

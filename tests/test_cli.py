@@ -64,6 +64,29 @@ def test_unavailable_backend_exits_1(monkeypatch, capsys):
     assert "or use --backend cpu" in capsys.readouterr().err      # the CLI's spelling
 
 
+@pytest.mark.parametrize("figure", ["fig1a", "figA1", "figC1", "fig1c"])
+def test_every_figure_refuses_an_unavailable_backend_before_making_its_folder(
+        figure, tmp_path, monkeypatch, capsys):
+    from fastsd import _dispatch
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")      # a machine without a GPU
+    monkeypatch.setattr(_dispatch, "numba_cuda_available", lambda: False)
+    out = tmp_path / "a" / "b"
+    assert main(["reproduce", figure, "--quick", "--backend", "cuda", "--out", str(out)]) == 1
+    assert "or use --backend cpu" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_figure_of_trained_models_trains_on_the_backend_asked_and_records_it(tmp_path,
+                                                                             monkeypatch):
+    from fastsd.figures import fig1a
+    monkeypatch.setattr(fig1a, "QUICK", replace(fig1a.QUICK, settings=dict(
+        d=8, L=4, width=16, steps=40, eval_every=20, seed=0)))
+    assert main(["reproduce", "fig1a", "--quick", "--backend", "numpy", "--quiet",
+                 "--out", str(tmp_path)]) == 0
+    records = [json.loads(line) for line in (tmp_path / "fig1a-quick.jsonl").open()]
+    assert [(r["backend"], r["dtype"]) for r in records] == [("numpy", "float64")] * 2
+
+
 @pytest.mark.parametrize("args", [[], ["train"], ["train", "--d", "x"], ["reproduce", "fig9"]])
 def test_bad_usage_exits_2(args, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -458,6 +481,34 @@ def test_a_signal_stops_the_command_at_once_and_no_cell_is_written_after(tmp_pat
         assert not alive, "worker processes outlived the scan"
         if parts == "in-process":         # its store holds no unit, and no lock is left
             assert sum(_stored(out).values()) == 0 and not list(out.glob("*.lock"))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("command", [
+    # one walker for 10^12 batches: once a single compiled call that no signal could stop
+    ["walkers", "--L", "4", "--batch-size", "4", "--n-iters", "1000000000000",
+     "--n-walkers", "1", "--backend", "cpu"],
+    ["train", "--d", "8", "--L", "4", "--gamma", "1", "--width", "4096",
+     "--steps", "1000000000", "--eval-every", "100000000", "--backend", "cpu"],
+], ids=["walkers", "train"])
+def test_sigterm_stops_a_long_compiled_run_at_once(tmp_path, command):
+    psutil = pytest.importorskip("psutil")
+    log = open(tmp_path / "stderr.txt", "w+")
+    proc = subprocess.Popen([sys.executable, "-m", "fastsd", *command], stdout=subprocess.DEVNULL,
+                            stderr=log, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while psutil.Process(proc.pid).cpu_times().user < 8:     # imported, compiled, running
+            assert proc.poll() is None, (tmp_path / "stderr.txt").read_text()
+            assert time.monotonic() < deadline, "not running after 120 s"
+            time.sleep(0.05)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(timeout=60)
+        assert status == 143, (tmp_path / "stderr.txt").read_text()
+        assert time.monotonic() - sent < 10, f"{time.monotonic() - sent:.1f} s to stop"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

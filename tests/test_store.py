@@ -226,3 +226,19 @@ def test_a_lock_left_by_a_killed_run_is_taken_over_with_a_warning(tmp_path):
         with store.lock():
             assert json.loads(open(store.lock_path).read())["pid"] == os.getpid()
     assert not os.path.exists(store.lock_path)
+
+
+def test_a_corrupt_grid_file_is_named_with_what_to_do(tmp_path):
+    store = ResultStore(tmp_path / "r.jsonl")
+    run(TINY, "mlp", store.path, "serial", progress=False)
+    with open(store.grid_path, "w") as fh:
+        fh.write("garbage{")
+    with pytest.raises(ValueError) as exc:
+        run(TINY, "mlp", store.path, "serial", progress=False)
+    assert str(exc.value) == (
+        f"`store` must have a readable grid file; got {store.grid_path}, which is not valid "
+        f"JSON (Expecting value at line 1); restore it, or delete it to bind the store to the "
+        f"next run's grid.")
+    os.remove(store.grid_path)                 # as advised: the store is bound again, kept
+    run(TINY, "mlp", store.path, "serial", progress=False)
+    assert len(store.load()) == 8 and os.path.exists(store.grid_path)

@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from fastsd import SameDifferent
+from fastsd.tasks.base import BatchStream
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -170,6 +171,22 @@ def test_draw_pairs_even_batches_exactly_half():
     np.testing.assert_array_equal(y.sum(axis=-1), np.full((3, 50), 4.0))
     np.testing.assert_array_equal(y == 1.0, u == v)
     np.testing.assert_array_equal(v[y == 0.0], 1 - u[y == 0.0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(takes=st.lists(st.integers(1, 600), min_size=1, max_size=6), B=st.integers(1, 5),
+       seed=st.integers(0, 99))
+def test_batch_stream_serves_draw_pairs_blocks_in_order(takes, B, seed):
+    task = SameDifferent(d=2, L=5, seed=0)
+    stream = BatchStream(task, np.random.default_rng(seed), B)
+    got = [stream.take(n) for n in takes]
+    rng = np.random.default_rng(seed)
+    blocks = [task.draw_pairs(rng, (BatchStream.BLOCK, B))
+              for _ in range(-(-sum(takes) // BatchStream.BLOCK))]
+    want = [np.concatenate(column)[:sum(takes)] for column in zip(*blocks)]
+    for k, (have, expect) in enumerate(zip(zip(*got), want)):
+        np.testing.assert_array_equal(np.concatenate(have), expect)
+        assert [len(a) for a in have] == takes and have[0].dtype == expect.dtype
 
 
 @pytest.mark.parametrize("sigma2", [0.05, 0.5, 2.0])

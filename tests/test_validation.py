@@ -366,8 +366,6 @@ OVERSIZED = [
     ("train width", "width", lambda: train(TASK, 1.0, **tiny(width=10**9))),
     ("train n_test", "n_test", lambda: train(TASK, 1.0, **tiny(n_test=10**10))),
     ("train batch_size", "batch_size", lambda: train(TASK, 1.0, **tiny(batch_size=10**9))),
-    ("train eval_every", "eval_every",
-     lambda: train(TASK, 1.0, **tiny(batch_size=1000, eval_every=10**9, steps=10**9))),
     ("ensemble of many", "seed", lambda: train_ensemble(TASK, 1.0, range(10**9), width=2,
                                                         steps=2)),
     ("image task width", "width", lambda: train(_psvrt(), 1.0, **tiny(width=10**9))),
@@ -387,6 +385,30 @@ OVERSIZED = [
                                                  pairs=100)),
     ("bayes", "n_test", lambda: fastsd.bayes.accuracy(TASK, "generalizing", 10**12)),
 ]
+
+
+def test_a_long_evaluation_window_holds_no_more_batches():
+    """Batches are drawn a block of steps at a time (BatchStream): a window of 10^9 steps needs
+    what a window of one does, and a window of 20000 steps allocates no window-sized array
+    (it used to draw the whole window's batches, 20000 x 128 pairs, 100 MB, at once)."""
+    import tracemalloc
+
+    from fastsd.mlp.train import memory_needs
+
+    kw = dict(width=2, batch_size=1000, n_test=4)
+    assert ([n.nbytes for n in memory_needs(TASK, 1.0, 0, steps=10**9, eval_every=10**9, **kw)]
+            == [n.nbytes for n in memory_needs(TASK, 1.0, 0, steps=10**9, eval_every=1, **kw)])
+    for run in (lambda: train(TASK, 1.0, **tiny(steps=20000, eval_every=20000, batch_size=128)),
+                lambda: fastsd.lazy_limit(TASK, "logistic_sgd", steps=20000, eval_every=20000,
+                                          n_test=4, seed=0)):
+        run()                                       # compiled and imported before tracing
+        tracemalloc.start()
+        try:
+            run()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 16 << 20, f"{peak} bytes"
 
 
 @pytest.mark.parametrize("case, name, call", OVERSIZED, ids=[c[0] for c in OVERSIZED])

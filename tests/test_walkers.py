@@ -9,6 +9,7 @@ seed on every backend, thread count and split of the walkers into calls.
 """
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -130,6 +131,29 @@ def test_splitting_walkers_into_calls_changes_nothing(backend):
     # walker k depends on its global index: a shifted call gives shifted walkers
     shifted = simulate(n_walkers=2, walker_offset=3, **kw)
     np.testing.assert_array_equal(shifted.omega1, whole.omega1[3:5])
+
+
+@over_backends("walkers")
+def test_splitting_batches_into_calls_changes_nothing(backend, monkeypatch):
+    """The batches go to the kernels in spans of bounded time (fastsd._calls): one batch a
+    call, or ever longer calls, give the bits of one call."""
+    from fastsd import _calls
+
+    kw = dict(L=5, batch_size=3, n_iters=40, readout=1, n_walkers=3, seed=2, backend=backend)
+    runs = []
+    for seconds in (0.0, math.inf):
+        monkeypatch.setattr(_calls, "CALL_SECONDS", seconds)
+        runs.append(simulate(**kw))
+    core = FAMILY.module("numpy").simulate(*_seed_and_sizes(kw))
+    for name, want in zip(("omega1", "omega2", "counts", "active"), core):
+        for r in runs:
+            np.testing.assert_array_equal(getattr(r, name), want)
+
+
+def _seed_and_sizes(kw):
+    from fastsd.walkers.process import seed_state
+    return (seed_state(kw["seed"])[0], 0, kw["n_walkers"], kw["L"], kw["batch_size"],
+            kw["n_iters"], kw["readout"])
 
 
 def _digest(results):

@@ -7,8 +7,9 @@ A figure's module holds all of that figure:
   which ``fastsd.reproduce.run_preset`` runs into ``<out>/<name>.jsonl``
   (one store per part when there are several); a figure that is no grid
   (trained models, (L, P) of a matrix) has ``Units`` settings and
-  ``collect(spec, out, progress=True) -> (records, stores)``, which computes
-  the units its store lacks (``fastsd.figures._units.run_units``).
+  ``collect(spec, out, progress=True, backend="auto") -> (records, stores)``,
+  which computes the units its store lacks (``fastsd.figures._units.run_units``)
+  on the backend asked for (its records name the one used).
 * ``report(spec, records, prefix) -> (heading, table, summary, figures)``:
   the heading and the text of its table, the table as JSON-ready data, and
   the paths of its drawing, written to ``prefix`` + ".png" and ".svg" (the

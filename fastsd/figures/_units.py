@@ -118,15 +118,21 @@ def _first_by_key(records):
     return first
 
 
-def train_models(task, units, settings, progress):
+def train_models(task, units, settings, progress, backend="auto"):
     """Train one model per unit (its ``gamma``) on ``task`` in lockstep, with ``settings``.
 
     ``settings`` holds the ensemble's ``seed``, ``width``, ``steps`` and
-    ``eval_every``; returns ``fastsd.mlp.train_ensemble``'s results, in the
-    order of ``units``.
+    ``eval_every``; returns ``fastsd.mlp.train_ensemble``'s results on
+    ``backend``, in the order of ``units``.
     """
     from ..mlp import train_ensemble
 
     return train_ensemble(task, [u["gamma"] for u in units], settings["seed"],
                           width=settings["width"], steps=settings["steps"],
-                          eval_every=settings["eval_every"], progress=progress)
+                          eval_every=settings["eval_every"], backend=backend,
+                          progress=progress)
+
+
+def trained_on(result):
+    """The backend, path and dtype a ``TrainResult`` was trained with, for its unit's record."""
+    return {k: result.config[k] for k in ("backend", "path", "dtype")}

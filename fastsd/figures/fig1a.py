@@ -4,7 +4,7 @@ No scan grid: the two models (gamma = 1 and the lazy 1e-5/sqrt(d)) train in
 lockstep on one task, and each is stored as a unit with its weight structure
 (``fastsd.walkers.weight_structure``), so a rerun trains nothing.
 """
-from ._units import Units, run_units, train_models
+from ._units import Units, run_units, trained_on, train_models
 
 HELP = "weight alignment vs readout, rich and lazy (d=128, L=16)"
 QUICK_WALL_TIME = "2 s"
@@ -15,7 +15,7 @@ QUICK = Units("fig1a-quick", _TITLE, dict(d=128, L=16, width=256, steps=2000, ev
                                           seed=0))
 
 
-def collect(spec, out, progress=True):
+def collect(spec, out, progress=True, backend="auto"):
     """Train the rich and the lazy model the store lacks (``fastsd.figures``); return both records.
 
     ``spec.settings`` holds ``d``, ``L``, ``seed`` and the training settings.
@@ -29,12 +29,13 @@ def collect(spec, out, progress=True):
     def compute(units):
         task = SameDifferent(d=cfg["d"], L=cfg["L"], seed=cfg["seed"])
         records = []
-        for r in train_models(task, units, cfg, progress):
+        for r in train_models(task, units, cfg, progress, backend):
             ws = weight_structure(r)
             records.append({"best_test_accuracy": r.best_test_accuracy,
                             "alignment_positive": float(ws.alignment[ws.readout > 0].mean()),
                             "alignment_negative": float(ws.alignment[ws.readout < 0].mean()),
-                            "readout_ratio": ws.readout_ratio, "structure": ws.to_record()})
+                            "readout_ratio": ws.readout_ratio, "structure": ws.to_record(),
+                            **trained_on(r)})
         return records
 
     units = [{"model": "rich", "gamma": 1.0}, {"model": "lazy", "gamma": lazy_gamma(cfg["d"])}]

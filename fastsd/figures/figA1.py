@@ -5,7 +5,7 @@ lockstep, and each is stored as a unit with its cell correlations and the
 weight images of its units with the largest and the most negative readout.
 """
 from ..conventions import IMAGE_LAZY_GAMMA
-from ._units import Units, run_units, train_models
+from ._units import Units, run_units, trained_on, train_models
 
 HELP = "hidden weights as images, rich and lazy"
 QUICK_WALL_TIME = "7 s"
@@ -18,7 +18,7 @@ TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
 MODELS = {"rich": 1.0, "lazy": IMAGE_LAZY_GAMMA}
 
 
-def collect(spec, out, progress=True):
+def collect(spec, out, progress=True, backend="auto"):
     """Train the models the store lacks, a task's together (``fastsd.figures``); return all.
 
     ``spec.settings`` holds the training settings and ``seed``; one record per (task,
@@ -36,7 +36,7 @@ def collect(spec, out, progress=True):
         kind = units[0]["task"]
         task = {"PSVRT": PSVRT, "Pentomino": Pentomino}[kind](**TASKS[kind], seed=cfg["seed"])
         records = []
-        for r in train_models(task, units, cfg, progress):
+        for r in train_models(task, units, cfg, progress, backend):
             w, a = r.final_params.w, r.final_params.a
             corr = np.abs(cell_correlations(task, w)[:, iu[0], iu[1]])
             top = np.argsort(-np.abs(a))[:16]
@@ -45,7 +45,8 @@ def collect(spec, out, progress=True):
                             "cell_correlation_top16": float(corr[top].mean()),
                             "cell_correlation_all": float(corr.mean()),
                             "image_largest_a": images[np.argmax(a)],
-                            "image_most_negative_a": images[np.argmin(a)]})
+                            "image_most_negative_a": images[np.argmin(a)],
+                            **trained_on(r)})
         return records
 
     units = [{"task": t, "model": m, "gamma": g} for t in TASKS for m, g in MODELS.items()]

@@ -12,10 +12,11 @@ FULL = Units("figC1", _TITLE, dict(d=32, Ls=(256, 4096, 65536), Ps=(1024, 16384,
 QUICK = Units("figC1-quick", _TITLE, dict(d=32, Ls=(256,), Ps=(256, 1024, 4096, 16384)))
 
 
-def collect(spec, out, progress=True):
+def collect(spec, out, progress=True, backend="auto"):
     """Compute the (L, P) the store lacks (``fastsd.figures``); return every record, L-major.
 
-    ``spec.settings`` holds ``d`` and the ``Ls`` and ``Ps`` to cross.
+    ``spec.settings`` holds ``d`` and the ``Ls`` and ``Ps`` to cross. The
+    max-margin problems are solved in NumPy on any ``backend``.
     """
     from ..tasks import SameDifferent
     from ..theory import max_margin

@@ -67,7 +67,7 @@ from .._rng import recorded_seed, seed_sequence, train_streams
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
 from ..params import LAZY_LIMIT
-from ..tasks.base import Task
+from ..tasks.base import BatchStream, Task
 from . import dynamics
 from .backend import KERNELS
 from .pairs import PairKernel, accuracy, choose_pairs, class_weights, count_pairs
@@ -301,7 +301,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
                      kernel_tol=kernel_tol)
     solver_cls = choose_solver(solver, size)
-    check_fits(_needs(task, method, pairs, P, n_test, test_x, min(eval_every, steps),
+    check_fits(_needs(task, method, pairs, P, n_test, test_x, min(BatchStream.BLOCK, steps),
                       batch_size))
     u, v, selection = choose_pairs(L, pairs, seed)
 
@@ -326,8 +326,10 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
             c, history, flown = dynamics.logistic_flow(op, w, y, evaluate, alpha0=alpha0, **flow)
             info.update(flown)
         else:
+            batches = BatchStream(task, streams["pairs"], batch_size)
+
             def draw(n):
-                bu, bv, by = task.draw_pairs(streams["pairs"], (n, batch_size))
+                bu, bv, by = batches.take(n)
                 return bu.astype(np.int64) * L + bv, by
 
             c, history = dynamics.logistic_sgd(op, draw, evaluate, lr=alpha0 / batch_size, **flow)
@@ -367,7 +369,7 @@ def _needs(task, method, pairs, P, n_test, test_x, chunk, batch_size):
     if test_x is not None:
         needs.append(Need(16 * len(test_x) * L, f"the logits at `test_x` ({len(test_x)} pairs "
                           f"x {L} symbols)", "test_x", f"{len(test_x)} pairs"))
-    if method == "logistic_sgd":       # pair indices, labels and offsets of an evaluation's steps
+    if method == "logistic_sgd":       # pair indices, labels and offsets of a block of steps
         needs.append(Need(48 * chunk * batch_size, f"the SGD batches ({chunk} steps x "
                           f"{batch_size} pairs)", "batch_size", batch_size))
     return needs

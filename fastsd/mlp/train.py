@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import __version__, _progress
+from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
@@ -16,7 +17,7 @@ from .._memory import Need, check_fits, need
 from .._validation import check_choice, check_float, check_seed
 from ..conventions import is_lazy
 from ..params import MLP
-from ..tasks.base import Task
+from ..tasks.base import BatchStream, Task
 from ..tasks.symbols import SameDifferent
 from . import costs
 from .evaluate import output
@@ -239,18 +240,15 @@ def _models_need(M, sizer):
                 f"results)", sizer, f"{M} values", "train fewer models per call")
 
 
-def _memory_needs(tasks, paths, test_sources, M, width, batch_size, chunk, n_test, itemsize,
-                  sizer):
+def _memory_needs(tasks, paths, test_sources, M, width, batch_size, n_test, itemsize, sizer):
     """The allocations of ``train_ensemble`` that scale with its sizes, as ``Need``s.
 
-    ``chunk`` is the steps of one evaluation window (their batches are drawn
-    together); ``sizer`` names the argument that sets the number of models M.
+    ``sizer`` names the argument that sets the number of models M.
     Each need blames the largest of the sizes it is a product of.
     """
     p, m, B, T = tasks[0].input_dim, width, batch_size, n_test
     sizes = {"models": (sizer, M, f"{M} values", "train fewer models per call"),
              "width": ("width", m), "n_test": ("n_test", T), "batch_size": ("batch_size", B),
-             "eval_every": ("eval_every", chunk),
              "inputs": (("d", p, tasks[0].d) if isinstance(tasks[0], SameDifferent) else
                         ("task", p, repr(tasks[0]), f"use a task with fewer inputs than {p}"))}
 
@@ -264,9 +262,9 @@ def _memory_needs(tasks, paths, test_sources, M, width, batch_size, chunk, n_tes
         part(M * m * p * (8 + 2 * itemsize + 16), f"the hidden weights ({M} {many} x {m} units "
              f"x {p} inputs, in float64 and {8 * itemsize}-bit copies)", "width", "models",
              "inputs"),
-        # an evaluation window's pair indices and labels
-        part(M * chunk * B * 48, f"the training batches ({M} {many} x {chunk} steps x {B} "
-             f"pairs)", "batch_size", "eval_every", "models"),
+        # a block of steps' pair indices and labels (and their draws' temporaries)
+        part(M * BatchStream.BLOCK * B * 48, f"the training batches ({M} {many} x "
+             f"{BatchStream.BLOCK} steps x {B} pairs)", "batch_size", "models"),
         part(M * B * (p * (itemsize + 16) + 3 * m * itemsize), f"one step's inputs and "
              f"activations ({M} {many} x {B} pairs x ({p} inputs + 3 x {m} units))",
              "batch_size", "models", "inputs", "width"),
@@ -348,8 +346,10 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     batches : {"host", "device"}, default "host"
         Where the training batches are drawn. "host": from the seed's NumPy
         streams, the same batches on every backend (with "cuda" they are
-        uploaded once per evaluation window; for noisy tasks the inputs are
-        uploaded in chunks). "device" (backend "cuda" only): drawn on the GPU
+        uploaded a few steps at a time; for noisy tasks the inputs are
+        uploaded in chunks). They are drawn a block of steps at a time
+        (``fastsd.tasks.base.BatchStream``), so that they do not depend on
+        ``eval_every`` or ``steps``. "device" (backend "cuda" only): drawn on the GPU
         by a counter-based Philox4x32-10 generator keyed from the model's
         seed, so nothing crosses to the device inside the loop; reproducible
         for a seed, independent of the ensemble, but not the same draws as
@@ -454,8 +454,8 @@ def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_
     paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
              for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
-    needs = _memory_needs(tasks, paths, test_source, M, width, batch_size,
-                          min(eval_every, steps), n_test, np.dtype(dtype).itemsize, sizer)
+    needs = _memory_needs(tasks, paths, test_source, M, width, batch_size, n_test,
+                          np.dtype(dtype).itemsize, sizer)
     return SimpleNamespace(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, width=width,
                            steps=steps, batch_size=batch_size, eval_every=eval_every,
                            n_test=n_test, backend=backend, module=module, dtype=dtype,
@@ -549,25 +549,20 @@ def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, 
     """
     M = len(tasks)
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
+    # spans of steps to the engines (fastsd._calls); at most a block of batches each, so that
+    # what a call allocates does not grow with eval_every either
+    state = {"spans": Spans(cap=BatchStream.BLOCK)}
+    if batches == "host":
+        state["batches"] = [BatchStream(task, st["pairs"], batch_size)
+                            for task, st in zip(tasks, streams)]
     # a context manager, so that the bar is closed before an interrupt is reported
     with _progress.bar(progress, total=steps, unit="step",
                        desc=f"training {M} model(s)") as bar:
         t = 0
         while t < steps:
             n = min(eval_every, steps - t)
-            if batches == "host":
-                pairs = [task.draw_pairs(st["pairs"], (n, batch_size))
-                         for task, st in zip(tasks, streams)]
-            loss = np.empty(M)
-            acc = np.empty(M)
-            for idx, eng in engines:
-                if batches == "device":
-                    lo, ac = eng.run_device(n, batch_size)
-                else:
-                    lo, ac = eng.run([pairs[k] for k in idx],
-                                     [streams[k]["noise"] for k in idx])
-                loss[idx] = lo.mean(axis=1)
-                acc[idx] = ac.mean(axis=1)
+            loss, acc = _run_steps(engines, tasks, streams, t, n, batch_size, batches, state,
+                                   bar)
             t += n
             tests = [task.sample_test(n_test, st["test"]) if test_source[k] == k else None
                      for k, (task, st) in enumerate(zip(tasks, streams))]
@@ -579,11 +574,34 @@ def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, 
                 test_acc[idx] = [np.mean((fk > 0) == (tests[k][1] > 0.5))
                                  for fk, k in zip(f, idx)]
             hist["step"].append(np.full(M, t))
-            hist["train_loss"].append(loss)
-            hist["train_accuracy"].append(acc)
+            hist["train_loss"].append(loss.mean(axis=1))
+            hist["train_accuracy"].append(acc.mean(axis=1))
             hist["test_accuracy"].append(test_acc)
-            bar.update(n)
     return {k: np.stack(v, axis=1) for k, v in hist.items()}
+
+
+def _run_steps(engines, tasks, streams, t, n, batch_size, batches, state, bar):
+    """Steps t .. t + n - 1 of every engine, in spans of bounded time (``fastsd._calls``).
+
+    ``state`` carries the spans and, for host batches, each model's
+    ``BatchStream`` from one window to the next. Returns the per-step
+    training loss and accuracy, (M, n) each.
+    """
+    M = len(tasks)
+    loss = np.empty((M, n))
+    acc = np.empty((M, n))
+    for s, e in state["spans"].over(t, t + n):
+        if batches == "host":
+            pairs = [b.take(e - s) for b in state["batches"]]
+        for idx, eng in engines:
+            if batches == "device":
+                lo, ac = eng.run_device(e - s, batch_size)
+            else:
+                lo, ac = eng.run([pairs[k] for k in idx], [streams[k]["noise"] for k in idx])
+            loss[idx, s - t:e - t] = lo
+            acc[idx, s - t:e - t] = ac
+        bar.update(e - s)
+    return loss, acc
 
 
 def train(task, gamma, *, width, steps, seed=None, **kwargs):

@@ -189,3 +189,44 @@ class Task:
         if gamma <= 1.0:
             return gamma * gamma * self.scale_dim * alpha0
         return gamma * math.sqrt(self.scale_dim) * alpha0
+
+
+class BatchStream:
+    """A model's training batches: ``task.draw_pairs`` of ``BLOCK`` steps at a time.
+
+    The trainer (``fastsd.mlp.train_ensemble``) and the lazy limit's kernel
+    SGD (``fastsd.kernels.lazy_limit``) take their batches from one of these,
+    so a seed gives the same batches whatever the evaluation schedule
+    (``eval_every``) or the number of steps (a shorter run trains on a
+    prefix of a longer run's batches), and at most one block is held.
+
+    Parameters
+    ----------
+    task : Task
+    rng : numpy.random.Generator
+        The model's pair stream (``fastsd._rng.train_streams``' "pairs").
+    batch_size : int
+        Pairs per step.
+    """
+
+    #: Steps drawn at a time. Part of the stream's definition: changing it changes the batches.
+    BLOCK = 256
+
+    def __init__(self, task, rng, batch_size):
+        self._task, self._rng, self._batch_size = task, rng, batch_size
+        self._block, self._pos = None, self.BLOCK
+
+    def take(self, n):
+        """The next n steps' batches: u, v (n, batch_size) int32 and y (n, batch_size) float64."""
+        parts = []
+        while n > 0:
+            if self._pos == self.BLOCK:
+                self._block = self._task.draw_pairs(self._rng, (self.BLOCK, self._batch_size))
+                self._pos = 0
+            k = min(n, self.BLOCK - self._pos)
+            parts.append(tuple(a[self._pos:self._pos + k] for a in self._block))
+            self._pos += k
+            n -= k
+        if len(parts) == 1:
+            return parts[0]
+        return tuple(np.concatenate(column) for column in zip(*parts))

@@ -130,18 +130,19 @@ def apply(L, omega1, omega2, b1, b2):
 
 
 @_jitcache.jitable
-def walk(key, L, batch_size, n_iters, plus, omega1, omega2, b1, b2, counts, active,
+def walk(key, L, batch_size, start, n_iters, plus, omega1, omega2, b1, b2, counts, active,
          us, vs, coins, drawn):
-    """Run one walker sample by sample, in place, allocating nothing (the CUDA loop).
+    """Run one walker's batches start .. start + n_iters - 1 sample by sample, in place,
+    allocating nothing (the CUDA loop).
 
     key : uint64, the walker's key (unused when ``drawn``).
     plus : int64, +1 for a > 0 and -1 for a < 0.
     omega1, omega2, b1, b2 : int64 arrays of length L (b1, b2 zero on entry).
     counts, active : int64 arrays of length 4 (CATEGORIES), incremented.
-    us, vs, coins : int64 arrays of length n_iters * batch_size, read when
-    ``drawn`` is True (the deterministic core), else ignored.
+    us, vs, coins : int64 arrays of length (start + n_iters) * batch_size, read
+    when ``drawn`` is True (the deterministic core), else ignored.
     """
-    for t in range(n_iters):
+    for t in range(start, start + n_iters):
         batch_direct(key, t * batch_size, batch_size, us, vs, coins, drawn, L, plus, omega1,
                      omega2, b1, b2, counts, active)
         apply(L, omega1, omega2, b1, b2)
@@ -155,9 +156,10 @@ def fill(key, c0, L, ub, vb, cb):
 
 
 @nb.njit
-def walk_buffered(key, L, batch_size, n_iters, plus, pairs, omega1, omega2, counts, active,
-                  us, vs, coins, drawn):
-    """Run one walker a batch at a time (the CPU loop); same result as ``walk``.
+def walk_buffered(key, L, batch_size, start, n_iters, plus, pairs, omega1, omega2, counts,
+                  active, us, vs, coins, drawn):
+    """Run one walker's batches start .. start + n_iters - 1 a batch at a time (the CPU
+    loop); same result as ``walk``.
 
     Each batch's samples are drawn together into buffers (or sliced from the
     pre-drawn arrays when ``drawn``), then decided sample by sample, or pair by
@@ -168,7 +170,7 @@ def walk_buffered(key, L, batch_size, n_iters, plus, pairs, omega1, omega2, coun
     hist = np.zeros(2 * L * L if pairs else 0, np.int64)
     n_buf = 0 if drawn else batch_size
     ub, vb, cb = np.empty(n_buf, np.int64), np.empty(n_buf, np.int64), np.empty(n_buf, np.int64)
-    for t in range(n_iters):
+    for t in range(start, start + n_iters):
         c0 = t * batch_size
         if drawn:
             bu, bv, bc = us[c0:c0 + batch_size], vs[c0:c0 + batch_size], coins[c0:c0 + batch_size]
@@ -186,13 +188,14 @@ def walk_buffered(key, L, batch_size, n_iters, plus, pairs, omega1, omega2, coun
 
 
 @_jitcache.njit(parallel=True)
-def simulate_into(seed64, walker_offset, L, batch_size, n_iters, plus, pairs, omega1, omega2,
-                  counts, active):
+def simulate_into(seed64, walker_offset, L, batch_size, start, n_iters, plus, pairs, omega1,
+                  omega2, counts, active):
     """Run walkers walker_offset .. walker_offset + W - 1 from the generator, in place."""
     none = np.zeros(0, np.int64)
     for w in nb.prange(omega1.shape[0]):
-        walk_buffered(walker_key(seed64, walker_offset + w), L, batch_size, n_iters, plus, pairs,
-                      omega1[w], omega2[w], counts[w], active[w], none, none, none, False)
+        walk_buffered(walker_key(seed64, walker_offset + w), L, batch_size, start, n_iters,
+                      plus, pairs, omega1[w], omega2[w], counts[w], active[w], none, none, none,
+                      False)
 
 
 @_jitcache.njit
@@ -204,7 +207,7 @@ def run_into(us, vs, coins, L, batch_size, plus, pairs, omega1, omega2, counts, 
     """
     W, n = us.shape
     for w in range(W):
-        walk_buffered(np.uint64(0), L, batch_size, n // batch_size, plus, pairs, omega1[w],
+        walk_buffered(np.uint64(0), L, batch_size, 0, n // batch_size, plus, pairs, omega1[w],
                       omega2[w], counts[w], active[w], us[w], vs[w], coins[w], True)
 
 
@@ -213,11 +216,12 @@ def use_pairs(L, batch_size):
     return L * L <= batch_size
 
 
-def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout):
+def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout, start=0,
+             state=None):
     """Walkers walker_offset .. walker_offset + n_walkers - 1 from the generator; see
     ``_reference.simulate``."""
-    out = ref.states(n_walkers, L)
-    simulate_into(seed64, walker_offset, L, batch_size, n_iters, readout,
+    out = ref.states(n_walkers, L) if state is None else state
+    simulate_into(seed64, walker_offset, L, batch_size, start, n_iters, readout,
                   use_pairs(L, batch_size), *out)
     return out
 

@@ -23,11 +23,11 @@ _walk = _cpu.walk
 
 
 @cuda.jit
-def _simulate_kernel(seed64, walker_offset, L, batch_size, n_iters, plus, none, omega1, omega2,
-                     b1, b2, counts, active):
+def _simulate_kernel(seed64, walker_offset, L, batch_size, start, n_iters, plus, none, omega1,
+                     omega2, b1, b2, counts, active):
     w = cuda.grid(1)
     if w < omega1.shape[1]:
-        _walk(_cpu.walker_key(seed64, walker_offset + w), L, batch_size, n_iters, plus,
+        _walk(_cpu.walker_key(seed64, walker_offset + w), L, batch_size, start, n_iters, plus,
               omega1[:, w], omega2[:, w], b1[:, w], b2[:, w], counts[:, w], active[:, w], none,
               none, none, False)
 
@@ -36,15 +36,19 @@ def _simulate_kernel(seed64, walker_offset, L, batch_size, n_iters, plus, none, 
 def _run_kernel(us, vs, coins, L, batch_size, plus, omega1, omega2, b1, b2, counts, active):
     w = cuda.grid(1)
     if w < omega1.shape[1]:
-        _walk(np.uint64(0), L, batch_size, us.shape[1] // batch_size, plus, omega1[:, w],
+        _walk(np.uint64(0), L, batch_size, 0, us.shape[1] // batch_size, plus, omega1[:, w],
               omega2[:, w], b1[:, w], b2[:, w], counts[:, w], active[:, w], us[w], vs[w],
               coins[w], True)
 
 
-def _launch(kernel, W, L, *args):
-    """Launch ``kernel`` over W walkers; return omega1, omega2, counts, active on the host."""
-    state = [cuda.to_device(np.zeros(shape, np.int64))
-             for shape in ((L, W), (L, W), (L, W), (L, W), (4, W), (4, W))]
+def _launch(kernel, W, L, *args, state=None):
+    """Launch ``kernel`` over W walkers from ``state`` (host omega1, omega2, counts, active;
+    zero when None); return omega1, omega2, counts, active on the host."""
+    o1, o2, counts, active = state or (np.zeros((W, L), np.int64),) * 2 + (
+        np.zeros((W, 4), np.int64),) * 2
+    zero = np.zeros((L, W), np.int64)
+    state = [cuda.to_device(np.ascontiguousarray(a)) for a in (o1.T, o2.T, zero, zero,
+                                                                counts.T, active.T)]
     blocks = (W + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
     kernel[blocks, THREADS_PER_BLOCK](*args, *state)
     cuda.synchronize()
@@ -52,13 +56,14 @@ def _launch(kernel, W, L, *args):
     return o1, o2, counts, active
 
 
-def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout):
+def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout, start=0,
+             state=None):
     """Walkers walker_offset .. walker_offset + n_walkers - 1 from the generator; see
-    ``_reference.simulate``."""
+    ``_reference.simulate`` (``state`` is not advanced in place: the result is a copy)."""
     none = cuda.to_device(np.zeros(0, np.int64))
     return _launch(_simulate_kernel, n_walkers, L, np.uint64(seed64), np.int64(walker_offset),
-                   np.int64(L), np.int64(batch_size), np.int64(n_iters), np.int64(readout),
-                   none)
+                   np.int64(L), np.int64(batch_size), np.int64(start), np.int64(n_iters),
+                   np.int64(readout), none, state=state)
 
 
 def run(us, vs, coins, L, batch_size, readout):

@@ -169,14 +169,18 @@ def run(us, vs, coins, L, batch_size, readout):
     return omega1, omega2, counts, active
 
 
-def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout):
+def simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout, start=0,
+             state=None):
     """Walkers walker_offset .. walker_offset + n_walkers - 1 from the generator (App. C.3).
 
-    ``seed64`` is the uint64 seed state; returns as ``run``.
+    ``seed64`` is the uint64 seed state. Runs batches start .. start +
+    n_iters - 1 from ``state`` (omega1, omega2, counts, active as returned;
+    zero when None, advanced in place otherwise), so that consecutive calls
+    give the bits of one; returns as ``run``.
     """
     walkers = np.arange(walker_offset, walker_offset + n_walkers, dtype=np.int64)
-    omega1, omega2, counts, active = states(n_walkers, L)
-    for t in range(n_iters):
+    omega1, omega2, counts, active = states(n_walkers, L) if state is None else state
+    for t in range(start, start + n_iters):
         u, v, coin = draw(seed64, walkers, L, t * batch_size, batch_size)
         step(omega1, omega2, counts, active, u, v, coin, readout)
     return omega1, omega2, counts, active

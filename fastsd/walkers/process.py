@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__
+from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._rng import recorded_seed, seed_sequence
 from .._validation import _fail, check_int, check_seed
@@ -232,7 +233,10 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
     check_fits(_needs(module, L, batch_size, n_walkers))
 
     start = time.perf_counter()
-    out = module.simulate(seed64, walker_offset, n_walkers, L, batch_size, n_iters, readout)
+    out = None
+    for s, e in Spans().over(0, n_iters):       # bounded calls: a signal is handled promptly
+        out = module.simulate(seed64, walker_offset, n_walkers, L, batch_size, e - s, readout,
+                              start=s, state=out)
     wall = time.perf_counter() - start
     config = dict(L=L, batch_size=batch_size, n_iters=n_iters, readout=readout,
                   n_walkers=n_walkers, walker_offset=walker_offset, seed=recorded,
