@@ -44,7 +44,7 @@ class Spans:
             elapsed = time.perf_counter() - began
             if elapsed > 2 * CALL_SECONDS:
                 self.length = max(1, self.length // 2)
-            elif (elapsed < CALL_SECONDS / 2 and e - s == self.length
-                  and (self.cap is None or self.length < self.cap)):
-                self.length *= 2
+            elif elapsed < CALL_SECONDS / 2 and e - s == self.length:
+                self.length = 2 * self.length if self.cap is None else min(2 * self.length,
+                                                                           self.cap)
             s = e

@@ -97,11 +97,11 @@ def test_logistic_sgd_is_the_limit_of_wide_lazy_networks():
 
 
 def test_logistic_sgd_batches_independent_of_eval_every():
-    """The network's batch stream (BatchStream): any schedule, across its 256-step blocks."""
+    """The network's batch stream (BatchStream): any schedule, across its 1000-step blocks."""
     task = SameDifferent(d=3, L=4, seed=1)
     xt, _ = task.sample_test(16, seed=2)
-    kw = dict(steps=300, n_test=8, seed=3, test_x=xt, backend="cpu")
-    whole = lazy_limit(task, "logistic_sgd", eval_every=300, **kw)
+    kw = dict(steps=2100, n_test=8, seed=3, test_x=xt, backend="cpu")
+    whole = lazy_limit(task, "logistic_sgd", eval_every=2100, **kw)
     np.testing.assert_array_equal(whole.predictions,
                                   lazy_limit(task, "logistic_sgd", eval_every=7, **kw).predictions)
 

@@ -174,7 +174,7 @@ def test_draw_pairs_even_batches_exactly_half():
 
 
 @settings(max_examples=30, deadline=None)
-@given(takes=st.lists(st.integers(1, 600), min_size=1, max_size=6), B=st.integers(1, 5),
+@given(takes=st.lists(st.integers(1, 2500), min_size=1, max_size=6), B=st.integers(1, 5),
        seed=st.integers(0, 99))
 def test_batch_stream_serves_draw_pairs_blocks_in_order(takes, B, seed):
     task = SameDifferent(d=2, L=5, seed=0)

@@ -549,8 +549,8 @@ def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, 
     """
     M = len(tasks)
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
-    # spans of steps to the engines (fastsd._calls); at most a block of batches each, so that
-    # what a call allocates does not grow with eval_every either
+    # spans of steps to the engines (fastsd._calls) within blocks of batches, so that what a
+    # call allocates does not grow with eval_every either
     state = {"spans": Spans(cap=BatchStream.BLOCK)}
     if batches == "host":
         state["batches"] = [BatchStream(task, st["pairs"], batch_size)
@@ -590,7 +590,10 @@ def _run_steps(engines, tasks, streams, t, n, batch_size, batches, state, bar):
     M = len(tasks)
     loss = np.empty((M, n))
     acc = np.empty((M, n))
-    for s, e in state["spans"].over(t, t + n):
+    block = BatchStream.BLOCK
+    edges = [t, *range((t // block + 1) * block, t + n, block), t + n]
+    # spans end at the blocks' edges: each takes a view of one block of batches, no copy
+    for s, e in (span for a, b in zip(edges, edges[1:]) for span in state["spans"].over(a, b)):
         if batches == "host":
             pairs = [b.take(e - s) for b in state["batches"]]
         for idx, eng in engines:

@@ -210,7 +210,8 @@ class BatchStream:
     """
 
     #: Steps drawn at a time. Part of the stream's definition: changing it changes the batches.
-    BLOCK = 256
+    #: The default ``eval_every``, so that a window is one block, run in one engine call.
+    BLOCK = 1000
 
     def __init__(self, task, rng, batch_size):
         self._task, self._rng, self._batch_size = task, rng, batch_size
