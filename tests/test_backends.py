@@ -371,20 +371,22 @@ def test_same_seed_same_result(backend, path):
 
 
 @pytest.mark.parametrize("backend, path", BACKENDS + [("cuda", "dense"), ("cuda", "symbol")])
-def test_batches_independent_of_eval_every_and_steps(backend, path):
+def test_batches_independent_of_eval_every_and_steps(backend, path, monkeypatch):
     """A seed gives the same batches for any evaluation schedule, and a shorter run trains on a
-    prefix of a longer one's: windows of 7 steps cross the 1000-step blocks off their edges."""
+    prefix of a longer one's: windows of 7 steps cross the blocks off their edges (blocks of 16
+    steps here, so that the CUDA simulator's runs stay short)."""
     if backend not in FAMILIES["mlp"].available():
         pytest.skip(f"backend {backend!r} is not available here")
+    monkeypatch.setattr(BatchStream, "BLOCK", 16)
     task = SameDifferent(d=3, L=4, seed=1)
     kw = dict(width=5, batch_size=4, n_test=8, seed=2, backend=backend, path=path,
               dtype="float64")
-    whole = train(task, 0.8, steps=2100, eval_every=2100, **kw)
-    windows = train(task, 0.8, steps=2100, eval_every=7, **kw)
+    whole = train(task, 0.8, steps=42, eval_every=42, **kw)
+    windows = train(task, 0.8, steps=42, eval_every=7, **kw)
     np.testing.assert_array_equal(whole.final_params.w, windows.final_params.w)
     np.testing.assert_array_equal(whole.final_params.a, windows.final_params.a)
-    halves = train(task, 0.8, steps=2400, eval_every=1200, **kw)
-    first = train(task, 0.8, steps=1200, eval_every=1200, **kw)
+    halves = train(task, 0.8, steps=40, eval_every=20, **kw)
+    first = train(task, 0.8, steps=20, eval_every=20, **kw)
     assert halves.history["train_loss"][0] == first.history["train_loss"][0]
     assert halves.history["train_loss"][1] != first.history["train_loss"][0]
 
@@ -394,7 +396,8 @@ def test_engine_calls_of_any_length_give_the_same_bits(monkeypatch):
     from fastsd import _calls
 
     tasks = mixed_tasks(sigma2s=(0.0, 0.5, 0.0, 0.5))         # noisy ones too: noise streams
-    kw = dict(ENSEMBLE, steps=2100, backend="cpu", path="auto", dtype="float32")
+    monkeypatch.setattr(BatchStream, "BLOCK", 16)              # spans cut at block edges too
+    kw = dict(ENSEMBLE, steps=300, backend="cpu", path="auto", dtype="float32")
     monkeypatch.setattr(_calls, "CALL_SECONDS", 0.0)
     single = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
     monkeypatch.setattr(_calls, "CALL_SECONDS", math.inf)

@@ -20,6 +20,7 @@ from scipy.integrate import solve_ivp
 
 from fastsd import SameDifferent, train
 from fastsd.kernels import SolveTooLargeError, lazy_cell, lazy_limit, ntk
+from fastsd.tasks.base import BatchStream
 
 
 def explicit(task, u, v):
@@ -96,12 +97,13 @@ def test_logistic_sgd_is_the_limit_of_wide_lazy_networks():
     assert gap[256] / gap[4096] > 2.0 and gap[4096] < 0.2 * scale
 
 
-def test_logistic_sgd_batches_independent_of_eval_every():
-    """The network's batch stream (BatchStream): any schedule, across its 1000-step blocks."""
+def test_logistic_sgd_batches_independent_of_eval_every(monkeypatch):
+    """The network's batch stream (BatchStream): any schedule, across its blocks (16 steps here)."""
+    monkeypatch.setattr(BatchStream, "BLOCK", 16)
     task = SameDifferent(d=3, L=4, seed=1)
     xt, _ = task.sample_test(16, seed=2)
-    kw = dict(steps=2100, n_test=8, seed=3, test_x=xt, backend="cpu")
-    whole = lazy_limit(task, "logistic_sgd", eval_every=2100, **kw)
+    kw = dict(steps=300, n_test=8, seed=3, test_x=xt, backend="cpu")
+    whole = lazy_limit(task, "logistic_sgd", eval_every=300, **kw)
     np.testing.assert_array_equal(whole.predictions,
                                   lazy_limit(task, "logistic_sgd", eval_every=7, **kw).predictions)
 
