@@ -288,7 +288,6 @@ def _print_plan(result):
 
 
 def _cmd_reproduce(args):
-    from ._dispatch import resolve_backend
     from .reproduce import plan, reproduce
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
@@ -308,14 +307,8 @@ def _cmd_reproduce(args):
             if executor not in (None, "serial"):
                 executor.close()
         return
-    resolve_backend(args.backend)           # the backend and the executor first, then
-    executor = _executor(args)              # --out: a refusal leaves no folder behind
-    try:
-        try:                                # fail on a bad --out before any training
-            os.makedirs(args.out, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(f"`--out` must be a folder that exists or can be created; got "
-                             f"{args.out!r} ({exc.strerror or exc}).") from None
+    executor = _executor(args)              # before `reproduce` makes --out: a refusal
+    try:                                    # leaves no folder behind
         for figure in figures:
             result = reproduce(figure, quick=args.quick, out=args.out, backend=args.backend,
                                progress=not args.quiet, executor=executor)

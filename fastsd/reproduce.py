@@ -180,10 +180,10 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     Raises
     ------
     ValueError
-        For an unknown figure, or a store of a different grid or different
-        settings.
-    OSError
-        When ``out`` cannot be created.
+        For an unknown figure, an ``out`` that cannot be created, or a store
+        of a different grid or different settings.
+    BackendUnavailableError
+        When ``backend`` cannot run here (before ``out`` is created).
     fastsd.scan.ScanError
         When some cells failed; the finished ones are saved.
     """
@@ -193,7 +193,11 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     check_choice("backend", backend, BACKENDS)
     resolve_backend(backend)            # one that cannot run here fails before `out` is made
     out = os.fspath(out)
-    os.makedirs(out, exist_ok=True)     # fail on a bad folder before any training
+    try:                                # fail on a bad folder before any training
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"`out` must be a folder that exists or can be created; got {out!r} "
+                         f"({exc.strerror or exc}).") from None
     spec = fig.QUICK if quick else fig.FULL
     if isinstance(spec, Preset):
         records, stores = run_preset(spec, out, progress=progress, backend=backend,

@@ -123,6 +123,9 @@ def logistic_flow(op, w, y, evaluate, *, alpha0, steps, eval_every, progress=Fal
             count["flow_products"] += 1
             return -alpha0 * w * (_numerics.sigmoid(f, xp) - y), f
 
+        c0 = xp.zeros(len(w))
+        at = [stage(c0)]                      # the velocity and logits where the next step starts
+
         def advance(c, n):
             k1, f = at[0]
             left = float(n)
@@ -140,8 +143,6 @@ def logistic_flow(op, w, y, evaluate, *, alpha0, steps, eval_every, progress=Fal
             at[0] = k1, f
             return c, float(xp.sum(w * _numerics.bce(f, y, xp)))
 
-        c0 = xp.zeros(len(w))
-        at = [stage(c0)]
         c, hist = _evolve("logistic_flow", advance, c0, evaluate, steps, eval_every, progress)
     return c, hist, dict(count, lambda_max=lam_max)
 

@@ -13,7 +13,7 @@ the kernels run on Numba's CPU simulator (tests without a GPU).
 import numpy as np
 from numba import cuda
 
-from . import _cpu
+from . import _cpu, _reference
 
 THREADS_PER_BLOCK = 128
 # ``_cpu.walk`` and the functions it calls are ``_jitcache.jitable``: Numba-CUDA
@@ -44,8 +44,7 @@ def _run_kernel(us, vs, coins, L, batch_size, plus, omega1, omega2, b1, b2, coun
 def _launch(kernel, W, L, *args, state=None):
     """Launch ``kernel`` over W walkers from ``state`` (host omega1, omega2, counts, active;
     zero when None); return omega1, omega2, counts, active on the host."""
-    o1, o2, counts, active = state or (np.zeros((W, L), np.int64),) * 2 + (
-        np.zeros((W, 4), np.int64),) * 2
+    o1, o2, counts, active = _reference.states(W, L) if state is None else state
     zero = np.zeros((L, W), np.int64)
     state = [cuda.to_device(np.ascontiguousarray(a)) for a in (o1.T, o2.T, zero, zero,
                                                                 counts.T, active.T)]
