@@ -32,8 +32,8 @@ difference relative to the largest logit.
 
 ``--estimate-L`` (default 1024) gives an estimate, not a run: the build, one
 product and one test evaluation measured at that L, the flow's product count
-taken from the largest L that ran (30 power-iteration products, then per
-evaluation 4 RK4 stages a substep and one for the loss), so wall ~ build +
+taken from the largest L that ran (two power iterations, then 4 products an
+exponential RK4 step, ``dynamics.logistic_flow``), so wall ~ build +
 products x product + 26 x evaluation.
 
     python bench/bench_kron.py [--d 256] [--L 16 64 128 256 512] [--dense-max-L 128]

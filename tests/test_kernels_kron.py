@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from fastsd import SameDifferent
 from fastsd.kernels import SolveTooLargeError, lazy_limit
 from fastsd.kernels.backend import KERNELS
-from fastsd.kernels.dynamics import LAMBDA_ITERS
+from fastsd.kernels.dynamics import POWER_ITERS
 from fastsd.kernels import kron as kron_module
 from fastsd.kernels.kron import DEFAULT_RTOL, KronSolver, cross_logits, factorise
 from fastsd.kernels.pairs import Logits, PairKernel, choose_pairs
@@ -144,10 +144,10 @@ def test_lazy_limit_with_kron_gives_the_dense_logits_and_accuracies(method, d, L
     info = structured.solver_info
     assert info["kron_error_bound"] <= DEFAULT_RTOL and info["kron_terms"] >= 1
     if method == "logistic_flow":
-        # power iteration, the velocity at c = 0, then 4 stages an RK4 step (the 4th at the
-        # step's end: the next step's first stage, and the logits of the loss)
+        # two power iterations, the logits at c = 0, then 4 products a step (the 4th at the
+        # step's end: the next step's start, and the logits of the loss)
         assert info["kron_products"] == info["flow_products"]
-        assert info["flow_products"] == LAMBDA_ITERS + 1 + 4 * info["rk4_steps"]
+        assert info["flow_products"] == 2 * POWER_ITERS + 1 + 4 * info["flow_steps"]
     if method == "logistic_sgd":
         assert info["kron_rows"] == 2000 * 128
     if method == "regression":

@@ -49,7 +49,7 @@ How it is computed
   would not fit in ``max_bytes`` raises ``SolveTooLargeError`` with the size
   before allocating anything; beyond what any solver can do, pass ``pairs=n``
   to train on a sample of n pairs (stated in the result);
-- ``fastsd.kernels.dynamics``: regression, the RK4 flow and kernel SGD;
+- ``fastsd.kernels.dynamics``: regression, the flow (exponential RK4) and kernel SGD;
 - ``fastsd.kernels.backend``: the backend modules ("numpy", "cpu", "cuda")
   that compute the pair kernel.
 """
@@ -170,10 +170,12 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         The default is the trained network's limit, as in ``fastsd ntk`` and
         the "lazy_limit" scan predictor. "regression": weighted kernel
         ridge(less) regression of the labels +-1 over the training
-        distribution (half same, half different), the t -> infinity limit of squared-loss gradient flow. "logistic_flow":
-        gradient flow of the BCE over the training distribution for ``steps``
-        SGD steps' worth of time (RK4). "logistic_sgd": the limit network's
-        SGD on the batches ``fastsd.train(task, gamma, seed=seed, steps=...,
+        distribution (half same, half different), the t -> infinity limit
+        of squared-loss gradient flow. "logistic_flow": gradient flow of the
+        BCE over the training distribution for ``steps`` SGD steps' worth of
+        time (exponential RK4, ``dynamics.logistic_flow``: test logits to
+        about 1e-7 relative). "logistic_sgd": the limit network's SGD on the
+        batches ``fastsd.train(task, gamma, seed=seed, steps=...,
         batch_size=..., eval_every=..., n_test=...)`` draws, with its test sets
         (needs pairs="all").
     pairs : "all", int or int array of shape (P, 2)
