@@ -20,7 +20,7 @@ test pairs relative to the largest logit, and whether the accuracy histories
 are identical.
 
 A second table times one kernel product K c (as the flow makes them: one BLAS
-thread) by "kron" and by the matrix-free "cg" solver (``pair_ntk_matvec``, P^2
+thread) by "kron" and by the matrix-free "cg" solver (``pair_kernel_matvec``, P^2
 kernel entries), at ``--product-L`` (default 128 and 256), and the "kron"
 build (cross approximation, recompression, probes).
 

@@ -179,7 +179,8 @@ FAMILIES = {f.name: f for f in (
     # the App. C.3 process: simulate, run (pre-drawn), buffers (memory needs)
     Family("walkers", "fastsd.walkers", ("simulate", "run", "buffers")),
     # the arc-cosine kernels and the lazy limit's pair-kernel primitives (fastsd.kernels.backend)
-    Family("kernels", "fastsd.kernels", ("xp", "arccos_kernels", "pair_ntk", "pair_ntk_matvec",
-                                         "ntk_entries", "kernel_sgd", "cho_solve", "to_host"),
+    Family("kernels", "fastsd.kernels", ("xp", "arccos_kernels", "pair_kernel",
+                                         "pair_kernel_matvec", "kernel_entries", "kernel_sgd",
+                                         "cho_solve", "to_host"),
            needs_cupy=True),
 )}

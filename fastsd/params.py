@@ -269,6 +269,8 @@ LAZY_LIMIT = Spec(
     Param("method", "choice", "the limit network's training: gradient flow of the BCE, kernel "
           "regression, or kernel SGD", "logistic_flow",
           choices=("logistic_flow", "regression", "logistic_sgd")),
+    Param("kernel", "choice", "the limit kernel: NTK (both layers trained) or NNGP (the readout "
+          "alone)", "ntk", choices=("ntk", "nngp")),
     Param("pairs", "pairs", "training pairs: 'all' L^2, or a number sampled", "all"),
     seed_param("seed of the pair sample, test sets and batches"),
     _task_seed(),

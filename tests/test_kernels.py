@@ -161,7 +161,8 @@ def test_empirical_ntk_converges_like_inverse_sqrt_width():
     assert 2.5 < err[256] / err[4096] < 6.5
 
 
-def test_pair_kernel_backends_equal_ntk_on_explicit_pairs():
+@pytest.mark.parametrize("kind, kernel", [("ntk", ntk), ("nngp", nngp)])
+def test_pair_kernel_backends_equal_the_kernel_on_explicit_pairs(kind, kernel):
     rng = np.random.default_rng(4)
     S = rng.standard_normal((5, 7)) / math.sqrt(7)
     G = S @ S.T
@@ -169,11 +170,14 @@ def test_pair_kernel_backends_equal_ntk_on_explicit_pairs():
     ct = rng.integers(0, 5, size=(2, 9))
     n2 = G[u, u] + G[v, v]
     cn2 = G[ct[0], ct[0]] + G[ct[1], ct[1]]
-    want = ntk(np.hstack([S[u], S[v]]), np.hstack([S[ct[0]], S[ct[1]]]))
-    ref = _reference.pair_ntk(G, u, G, v, n2, ct[0], ct[1], cn2)
-    out = _cpu.pair_ntk(G, u, G, v, n2, ct[0], ct[1], cn2)
+    want = kernel(np.hstack([S[u], S[v]]), np.hstack([S[ct[0]], S[ct[1]]]))
+    ref = _reference.pair_kernel(G, u, G, v, n2, ct[0], ct[1], cn2, kind)
+    out = _cpu.pair_kernel(G, u, G, v, n2, ct[0], ct[1], cn2, kind)
     np.testing.assert_allclose(ref, want, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(out, want, rtol=1e-10, atol=1e-13)
     V = rng.standard_normal((9, 2))
-    mv = _cpu.pair_ntk_matvec(G, u, G, v, n2, ct[0], ct[1], cn2, V)
+    mv = _cpu.pair_kernel_matvec(G, u, G, v, n2, ct[0], ct[1], cn2, V, kind)
     np.testing.assert_allclose(mv, want @ V, rtol=1e-10, atol=1e-13)
+    dot = G[u][:, ct[0]] + G[v][:, ct[1]]
+    got = _cpu.kernel_entries(dot, n2, np.tile(cn2, (len(n2), 1)), kind)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)

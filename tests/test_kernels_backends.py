@@ -131,15 +131,18 @@ def test_backend_primitives_match_the_reference(backend_module):
 
     G, u, v, n2, c1, c2, cn2 = _pair_tables(rng)
     args = (G, u, G, v, n2, c1, c2, cn2)
-    want = REF.pair_ntk(*args)
-    np.testing.assert_allclose(mod.to_host(mod.pair_ntk(*_on(mod, *args))), want, **close)
     V = rng.standard_normal((len(c1), 3))
-    np.testing.assert_allclose(mod.to_host(mod.pair_ntk_matvec(*_on(mod, *args, V))),
-                               want @ V, **close)
-    # entry by entry: each row against its own inputs (here the same ones)
     dot = G[u][:, c1] + G[v][:, c2]
-    got = mod.ntk_entries(*_on(mod, dot, n2, np.tile(cn2, (len(n2), 1))))
-    np.testing.assert_allclose(mod.to_host(got), want, **close)
+    for kind in ("ntk", "nngp"):
+        want = REF.pair_kernel(*args, kind)
+        np.testing.assert_allclose(mod.to_host(mod.pair_kernel(*_on(mod, *args), kind)), want,
+                                   **close)
+        np.testing.assert_allclose(
+            mod.to_host(mod.pair_kernel_matvec(*_on(mod, *args, V), kind)), want @ V, **close)
+        # entry by entry: each row against its own inputs (here the same ones)
+        got = mod.kernel_entries(*_on(mod, dot, n2, np.tile(cn2, (len(n2), 1))), kind)
+        np.testing.assert_allclose(mod.to_host(got), want, **close)
+    want = REF.pair_kernel(*args)
 
     A = want[:, :5].T @ want[:, :5] + np.eye(5)
     b = rng.standard_normal(5)
@@ -152,7 +155,7 @@ def test_backend_primitives_match_the_reference(backend_module):
     idx = rng.integers(0, len(u), size=(5, 4))
     idx[:, 1] = idx[:, 0]
     y = rng.integers(0, 2, size=(5, 4)).astype(np.float64)
-    K = REF.pair_ntk(G, u, G, v, n2, u, v, n2)
+    K = REF.pair_kernel(G, u, G, v, n2, u, v, n2)
     c_ref, loss_ref = REF.kernel_sgd(_Op(K, True), np.zeros(len(u)), idx, y, 0.3)
     for stored in (True, False):
         op = _Op(mod.xp.asarray(K), stored)

@@ -28,10 +28,10 @@ from fastsd.kernels.pairs import Logits, PairKernel, choose_pairs
 from fastsd.kernels.solvers import SolveSize
 
 
-def pair_kernel(S, backend="numpy", pairs="all"):
+def pair_kernel(S, backend="numpy", pairs="all", kind="ntk"):
     _, ops = KERNELS.load(backend)
     u, v, _ = choose_pairs(len(S), pairs, 0)
-    return PairKernel(ops, np.asarray(S, np.float64), u, v)
+    return PairKernel(ops, np.asarray(S, np.float64), u, v, kind)
 
 
 def kron(kernel, kernel_tol=None, max_bytes=1 << 40):
@@ -111,7 +111,7 @@ def _symbols(draw):
 @given(st.data())
 def test_drawn_symbols_with_duplicates_and_near_collinear_pairs(data):
     S = _symbols(data.draw)
-    kernel = pair_kernel(S)
+    kernel = pair_kernel(S, kind=data.draw(st.sampled_from(["ntk", "nngp"])))
     K = kernel.matrix()
     op = kron(kernel)
     rec = op.record()
@@ -124,12 +124,12 @@ def test_drawn_symbols_with_duplicates_and_near_collinear_pairs(data):
         np.linalg.norm(c)
 
 
-@pytest.mark.parametrize("d, L", [(8, 12), (32, 16)])
+@pytest.mark.parametrize("d, L, kernel", [(8, 12, "ntk"), (32, 16, "ntk"), (32, 16, "nngp")])
 @pytest.mark.parametrize("method", ["logistic_flow", "logistic_sgd", "regression"])
-def test_lazy_limit_with_kron_gives_the_dense_logits_and_accuracies(method, d, L):
+def test_lazy_limit_with_kron_gives_the_dense_logits_and_accuracies(method, d, L, kernel):
     task = SameDifferent(d=d, L=L, seed=d + L)
     xt, _ = task.sample_test(100, seed=1)
-    kw = dict(test_x=xt, n_test=256, seed=3, backend="cpu")
+    kw = dict(test_x=xt, n_test=256, seed=3, backend="cpu", kernel=kernel)
     if method == "logistic_sgd":
         kw.update(steps=2000, eval_every=500)
     elif method == "regression":
@@ -162,8 +162,8 @@ def test_test_blocks_by_cross_approximation_match_their_exact_entries(d, L):
     u, v = kernel.u[:: L + 3], kernel.v[:: L + 3]
     x = np.vstack([x, np.hstack([task.symbols[u], task.symbols[v]])])   # rho = 1 in a block
     lg = Logits(kernel, x)
-    exact = kernel.backend.pair_ntk(lg.T1, lg.r, lg.T2, lg.r, lg.n2, kernel.u, kernel.v,
-                                    kernel.n2).reshape(len(x), L, L)
+    exact = kernel.backend.pair_kernel(lg.T1, lg.r, lg.T2, lg.r, lg.n2, kernel.u, kernel.v,
+                                       kernel.n2).reshape(len(x), L, L)
     blocks = kron_module._TestBlocks(kernel.backend, lg.T1, lg.T2, lg.n2, np.diag(kernel.G),
                                      DEFAULT_RTOL / 10)
     approx = blocks.blocks(np.arange(len(x)))

@@ -6,7 +6,8 @@
 - logistic_flow equals SciPy's ODE solution of dc/dt = -alpha0 W (sigmoid(K c) - y)
   at every evaluation, and its phi functions their series;
 - logistic_sgd is the limit of finite networks trained at gamma = 1e-5/sqrt(d):
-  the logit gap shrinks like 1/sqrt(width);
+  the logit gap shrinks like 1/sqrt(width); with kernel="nngp", of networks whose
+  readout alone is trained (here in NumPy);
 - backends and solvers agree; duplicates and near-singular Grams stay finite;
 - bad input and too-large solves fail early with clear messages.
 """
@@ -25,6 +26,8 @@ from scipy.integrate import solve_ivp
 
 from fastsd import SameDifferent, train
 from fastsd.kernels import SolveTooLargeError, dynamics, lazy_cell, lazy_limit, ntk
+from fastsd._rng import train_streams
+from fastsd.mlp.model import init_params
 from fastsd.tasks.base import BatchStream
 
 
@@ -156,6 +159,45 @@ def test_logistic_sgd_is_the_limit_of_wide_lazy_networks():
     scale = np.sqrt(np.mean(lim.predictions ** 2))
     # 16x the width: the gap falls ~4x (1/sqrt(width)); it is a small fraction at m = 4096
     assert gap[256] / gap[4096] > 2.0 and gap[4096] < 0.2 * scale
+
+
+def readout_only_network(task, xt, width, gamma, seed, steps, batch_size=128, alpha0=0.1):
+    """Test logits of a centered network whose readout alone is trained, by SGD in NumPy.
+
+    f~(x) = (1/(gamma sqrt(d))) sum_i (a_i - a_i(0)) relu(w_i.x), w_i ~ N(0, I/m) frozen,
+    alpha = gamma^2 d alpha0, on the batches lazy_limit(..., seed=seed) draws.
+    """
+    d = task.d
+    w = init_params(np.random.default_rng(width), width, 2 * d).w
+    scale, lr = 1.0 / (gamma * math.sqrt(d)), gamma * gamma * d * alpha0
+    bu, bv, by = BatchStream(task, train_streams(seed)["pairs"], batch_size).take(steps)
+    delta = np.zeros(width)                                     # a - a(0)
+    for t in range(steps):
+        phi = np.maximum(np.hstack([task.symbols[bu[t]], task.symbols[bv[t]]]) @ w.T, 0.0)
+        g = (1.0 / (1.0 + np.exp(-scale * (phi @ delta))) - by[t]) / batch_size
+        delta -= lr * scale * (phi.T @ g)
+    return scale * (np.maximum(xt @ w.T, 0.0) @ delta)
+
+
+def test_the_nngp_limit_is_that_of_wide_readout_only_networks():
+    d = 4
+    task = SameDifferent(d=d, L=6, seed=4)
+    xt, _ = task.sample_test(64, seed=5)
+    kw = {"steps": 300, "eval_every": 100, "n_test": 64, "seed": 6}
+    lim = lazy_limit(task, "logistic_sgd", kernel="nngp", test_x=xt, backend="cpu", **kw)
+    assert lim.config["kernel"] == "nngp"
+    ntk_lim = lazy_limit(task, "logistic_sgd", test_x=xt, backend="cpu", **kw)
+    gap = {m: np.sqrt(np.mean((readout_only_network(task, xt, m, 1.0, 6, 300)
+                               - lim.predictions) ** 2)) for m in (256, 4096)}
+    scale = np.sqrt(np.mean(lim.predictions ** 2))
+    # 16x the width: the gap falls ~4x (1/sqrt(width)); small at m = 4096, and far smaller
+    # than the gap to the NTK limit (both layers trained)
+    assert gap[256] / gap[4096] > 2.0 and gap[4096] < 0.2 * scale
+    assert gap[4096] < 0.2 * np.sqrt(np.mean((ntk_lim.predictions - lim.predictions) ** 2))
+    # linear in the readout: the same network at the lazy gamma moves the same way
+    lazy = readout_only_network(task, xt, 256, 1e-5 / math.sqrt(d), 6, 300)
+    np.testing.assert_allclose(lazy, readout_only_network(task, xt, 256, 1.0, 6, 300),
+                               rtol=1e-6, atol=1e-9)
 
 
 def test_logistic_sgd_batches_independent_of_eval_every(monkeypatch):

@@ -1,8 +1,9 @@
-"""Backend "cpu" of the kernels family: Numba builds of the pair NTK (the O(n k) part around BLAS).
+"""Backend "cpu" of the kernels family: Numba builds of the pair kernels (the O(n k) part around BLAS).
 
-``pair_ntk`` fills a block of the kernel matrix; ``pair_ntk_matvec`` applies
-the kernel to a block of vectors without storing it (memory O(n + k)), for the
-matrix-free solvers; ``ntk_entries`` evaluates it entry by entry; ``kernel_sgd``
+``pair_kernel`` fills a block of the kernel matrix (the NTK, or the NNGP
+kernel k1); ``pair_kernel_matvec`` applies it to a block of vectors without
+storing it (memory O(n + k)), for the matrix-free solvers; ``kernel_entries``
+evaluates it entry by entry; ``kernel_sgd``
 runs kernel SGD on a stored kernel in one compiled loop. All read symbol dot
 products from L x L (or n x L) tables, so nothing depends on d. Rows run in
 parallel (``prange``); each output entry is computed by one thread in a fixed
@@ -28,8 +29,8 @@ arccos_kernels, cho_solve, to_host = (_reference.arccos_kernels, _reference.cho_
 
 
 @nb.njit(inline="always")
-def _ntk(dot, nx2, ny2):
-    """ntk from x.y and the squared norms |x|^2, |y|^2 (see ``_reference``).
+def _entry(dot, nx2, ny2, nngp):
+    """ntk, or k1 where ``nngp``, from x.y and the squared norms |x|^2, |y|^2 (``_reference``).
 
     |x||y| = sqrt(|x|^2 |y|^2) makes rho exactly 1 for a pair with itself.
     """
@@ -42,29 +43,32 @@ def _ntk(dot, nx2, ny2):
     elif rho < -1.0:
         rho = -1.0
     pit = math.acos(-rho)
-    return nn * (2.0 * rho * pit + math.sqrt((1.0 - rho) * (1.0 + rho))) / _TWO_PI
+    sint = math.sqrt((1.0 - rho) * (1.0 + rho))
+    if nngp:
+        return nn * (sint + pit * rho) / _TWO_PI
+    return nn * (2.0 * rho * pit + sint) / _TWO_PI
 
 
 @_jitcache.njit(parallel=True)
-def _pair_ntk_into(T1, r1, T2, r2, rn2, c1, c2, cn2, out):
-    """out[i, j] = ntk of row pair i and column pair j; rn, cn are squared norms."""
+def _pair_kernel_into(T1, r1, T2, r2, rn2, c1, c2, cn2, nngp, out):
+    """out[i, j] = the kernel of row pair i and column pair j; rn, cn are squared norms."""
     for i in nb.prange(out.shape[0]):
         a = T1[r1[i]]
         b = T2[r2[i]]
         for j in range(out.shape[1]):
-            out[i, j] = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
+            out[i, j] = _entry(a[c1[j]] + b[c2[j]], rn2[i], cn2[j], nngp)
 
 
 @_jitcache.njit(parallel=True)
-def _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
-    """out[i, :] = sum_j ntk(i, j) V[j, :], without storing the kernel; V is (k, r)."""
+def _pair_kernel_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, V, nngp, out):
+    """out[i, :] = sum_j k(i, j) V[j, :], without storing the kernel; V is (k, r)."""
     r = V.shape[1]
     for i in nb.prange(out.shape[0]):
         a = T1[r1[i]]
         b = T2[r2[i]]
         acc = np.zeros(r)
         for j in range(V.shape[0]):
-            kij = _ntk(a[c1[j]] + b[c2[j]], rn2[i], cn2[j])
+            kij = _entry(a[c1[j]] + b[c2[j]], rn2[i], cn2[j], nngp)
             for q in range(r):
                 acc[q] += kij * V[j, q]
         for q in range(r):
@@ -72,11 +76,11 @@ def _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, V, out):
 
 
 @_jitcache.njit(parallel=True)
-def _ntk_entries_into(dot, nx2, ny2, out):
-    """out[i, j] = ntk(dot[i, j], nx2[i], ny2[i, j])."""
+def _kernel_entries_into(dot, nx2, ny2, nngp, out):
+    """out[i, j] = k(dot[i, j], nx2[i], ny2[i, j])."""
     for i in nb.prange(out.shape[0]):
         for j in range(out.shape[1]):
-            out[i, j] = _ntk(dot[i, j], nx2[i], ny2[i, j])
+            out[i, j] = _entry(dot[i, j], nx2[i], ny2[i, j], nngp)
 
 
 @_jitcache.njit(parallel=True)
@@ -103,8 +107,8 @@ def _kernel_sgd_stored(K, idx, y, lr, c, loss):
         loss[t] = tot / B
 
 
-def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2):
-    """NTK between pair inputs from symbol dot-product tables (see ``_reference.pair_ntk``).
+def pair_kernel(T1, r1, T2, r2, rn2, c1, c2, cn2, kind="ntk"):
+    """The kernel between pair inputs from symbol dot-product tables (``_reference.pair_kernel``).
 
     Parameters
     ----------
@@ -113,45 +117,53 @@ def pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2):
     rn2 : ndarray (n,)
     c1, c2 : int ndarrays (k,)
     cn2 : ndarray (k,)
+    kind : {"ntk", "nngp"}, default "ntk"
 
     Returns
     -------
     ndarray (n, k), float64
     """
     out = np.empty((len(r1), len(c1)))
-    _pair_ntk_into(T1, r1, T2, r2, rn2, c1, c2, cn2, out)
+    _pair_kernel_into(T1, r1, T2, r2, rn2, c1, c2, cn2, _nngp(kind), out)
     return out
 
 
-def pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V):
-    """``pair_ntk(...) @ V`` for V of shape (k, r), without storing the kernel.
+def pair_kernel_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, kind="ntk"):
+    """``pair_kernel(...) @ V`` for V of shape (k, r), without storing the kernel.
 
     Returns
     -------
     ndarray (n, r), float64
     """
     out = np.empty((len(r1), V.shape[1]))
-    _pair_ntk_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, np.ascontiguousarray(V), out)
+    _pair_kernel_matvec_into(T1, r1, T2, r2, rn2, c1, c2, cn2, np.ascontiguousarray(V),
+                             _nngp(kind), out)
     return out
 
 
-def ntk_entries(dot, nx2, ny2):
-    """ntk of n row inputs against k inputs each (see ``_reference.ntk_entries``).
+def kernel_entries(dot, nx2, ny2, kind="ntk"):
+    """The kernel of n row inputs against k inputs each (``_reference.kernel_entries``).
 
     Parameters
     ----------
     dot : ndarray (n, k), float64
     nx2 : ndarray (n,)
     ny2 : ndarray (n, k)
+    kind : {"ntk", "nngp"}, default "ntk"
 
     Returns
     -------
     ndarray (n, k), float64
     """
     out = np.empty(dot.shape)
-    _ntk_entries_into(np.ascontiguousarray(dot), np.ascontiguousarray(nx2),
-                      np.ascontiguousarray(ny2), out)
+    _kernel_entries_into(np.ascontiguousarray(dot), np.ascontiguousarray(nx2),
+                         np.ascontiguousarray(ny2), _nngp(kind), out)
     return out
+
+
+def _nngp(kind):
+    """The compiled kernels' flag: True for "nngp" (k1), False for "ntk"."""
+    return _reference.KINDS[kind] == _reference.KINDS["nngp"]
 
 
 def kernel_sgd(op, c, idx, y, lr):

@@ -38,5 +38,5 @@ class CuPyKernels(ArrayKernels):
 
 #: The family's interface: the reference's array code on CuPy.
 xp = cupy
-arccos_kernels, pair_ntk, pair_ntk_matvec, ntk_entries, kernel_sgd, cho_solve, to_host = \
+arccos_kernels, pair_kernel, pair_kernel_matvec, kernel_entries, kernel_sgd, cho_solve, to_host = \
     CuPyKernels(cupy).functions()

@@ -34,8 +34,11 @@ from .backend import KERNELS
 #: |rho| above 1 - REFINE gets its angle recomputed from the vectors.
 REFINE = 1e-4
 TWO_PI = 2.0 * math.pi
-#: Bytes of one block of kernel rows in ``pair_ntk_matvec``.
+#: Bytes of one block of kernel rows in ``pair_kernel_matvec``.
 _BLOCK_BYTES = 64 << 20
+#: The pair kernels' kinds, as the index of each in ``kernels_from_gram``'s (k0, k1, ntk):
+#: "ntk" (both layers trained) and "nngp" = k1 (the readout alone; App. D).
+KINDS = {"ntk": 2, "nngp": 1}
 
 
 def _trig(rho, xp):
@@ -132,8 +135,8 @@ class ArrayKernels:
             sint[i, j] = 2.0 * a * b / h2
         return _combine(pos, nn, rho, pit, sint, xp)
 
-    def pair_ntk(self, T1, r1, T2, r2, rn2, c1, c2, cn2):
-        """NTK between pair inputs from symbol dot-product tables; no d-length vectors.
+    def pair_kernel(self, T1, r1, T2, r2, rn2, c1, c2, cn2, kind="ntk"):
+        """The kernel between pair inputs from symbol dot-product tables; no d-length vectors.
 
         Row pair i and column pair j = (c1[j], c2[j]) have
         x_i . x_j = T1[r1[i], c1[j]] + T2[r2[i], c2[j]]. For training rows,
@@ -150,16 +153,18 @@ class ArrayKernels:
         c1, c2 : int arrays (k,)
         cn2 : array (k,)
             Squared norms of the column pairs.
+        kind : {"ntk", "nngp"}, default "ntk"
+            The NTK, or the NNGP kernel k1 (``KINDS``).
 
         Returns
         -------
         array (n, k), float64
         """
         dot = T1[r1[:, None], c1[None, :]] + T2[r2[:, None], c2[None, :]]
-        return kernels_from_gram(dot, rn2[:, None], cn2[None, :], self.xp)[2]
+        return kernels_from_gram(dot, rn2[:, None], cn2[None, :], self.xp)[KINDS[kind]]
 
-    def pair_ntk_matvec(self, T1, r1, T2, r2, rn2, c1, c2, cn2, V):
-        """``pair_ntk(...) @ V`` for V of shape (k, r), without storing the whole kernel.
+    def pair_kernel_matvec(self, T1, r1, T2, r2, rn2, c1, c2, cn2, V, kind="ntk"):
+        """``pair_kernel(...) @ V`` for V of shape (k, r), without storing the whole kernel.
 
         The kernel is formed in blocks of rows of at most 64 MiB each.
 
@@ -169,12 +174,12 @@ class ArrayKernels:
         """
         rows = max(1, _BLOCK_BYTES // (8 * max(1, len(c1))))
         return self.xp.concatenate([
-            self.pair_ntk(T1, r1[s:s + rows], T2, r2[s:s + rows], rn2[s:s + rows],
-                          c1, c2, cn2) @ V
+            self.pair_kernel(T1, r1[s:s + rows], T2, r2[s:s + rows], rn2[s:s + rows],
+                             c1, c2, cn2, kind) @ V
             for s in range(0, len(r1), rows)])
 
-    def ntk_entries(self, dot, nx2, ny2):
-        """ntk of n row inputs against k inputs each, from dot products and squared norms.
+    def kernel_entries(self, dot, nx2, ny2, kind="ntk"):
+        """The kernel of n row inputs against k inputs each, from dot products and squared norms.
 
         For kernel entries that are no block of pairs, e.g. one row of a different
         L x L block for every test pair (``fastsd.kernels.kron``).
@@ -187,12 +192,13 @@ class ArrayKernels:
             |x_i|^2.
         ny2 : array (n, k)
             |y_ij|^2.
+        kind : {"ntk", "nngp"}, default "ntk"
 
         Returns
         -------
         array (n, k), float64
         """
-        return kernels_from_gram(dot, nx2[:, None], ny2, self.xp)[2]
+        return kernels_from_gram(dot, nx2[:, None], ny2, self.xp)[KINDS[kind]]
 
     def kernel_sgd(self, op, c, idx, y, lr):
         """Kernel SGD in function space over the steps of one chunk: f = K c over pairs.
@@ -261,5 +267,5 @@ class ArrayKernels:
 
 #: The family's interface: the reference's array code on NumPy.
 xp = np
-arccos_kernels, pair_ntk, pair_ntk_matvec, ntk_entries, kernel_sgd, cho_solve, to_host = \
+arccos_kernels, pair_kernel, pair_kernel_matvec, kernel_entries, kernel_sgd, cho_solve, to_host = \
     ArrayKernels(np).functions()

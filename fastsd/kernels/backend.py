@@ -17,16 +17,16 @@ the reference's):
     The array module of the backend's arrays (numpy, or cupy).
 ``arccos_kernels(X, Y)``
     (k0, k1, ntk) between the rows of X (n, p) and Y (k, p), float64 (n, k).
-``pair_ntk(T1, r1, T2, r2, rn2, c1, c2, cn2)``
-    The (n, k) NTK block between row pairs and column pairs given by their
+``pair_kernel(T1, r1, T2, r2, rn2, c1, c2, cn2, kind="ntk")``
+    The (n, k) kernel block between row pairs and column pairs given by their
     symbol dot-product tables (T1[r1[i], c1[j]] + T2[r2[i], c2[j]] = x_i . x_j)
-    and squared norms.
-``pair_ntk_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V)``
+    and squared norms; ``kind`` "ntk" or "nngp" (k1, ``_reference.KINDS``).
+``pair_kernel_matvec(T1, r1, T2, r2, rn2, c1, c2, cn2, V, kind="ntk")``
     That block times V (k, r), (n, r), without storing the block.
-``ntk_entries(dot, nx2, ny2)``
-    ntk of n inputs against k inputs each, from dot products (n, k) and
-    squared norms (n,) and (n, k): kernel entries that are no block of pairs
-    (the structured solver's test rows, ``fastsd.kernels.kron``).
+``kernel_entries(dot, nx2, ny2, kind="ntk")``
+    The kernel of n inputs against k inputs each, from dot products (n, k)
+    and squared norms (n,) and (n, k): kernel entries that are no block of
+    pairs (the structured solver's test rows, ``fastsd.kernels.kron``).
 ``kernel_sgd(op, c, idx, y, lr)``
     Kernel SGD over the (steps, batch) pair indices ``idx`` with labels ``y``
     on the training kernel ``op`` (a ``fastsd.kernels.solvers.Solver``),

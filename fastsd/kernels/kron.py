@@ -8,7 +8,9 @@ With all P = L^2 ordered pairs, pair p = (u, v) at index p = u L + v (as
     K[(u, v), (u', v')] = ntk(x, x'),  x.x' = G[u, u'] + G[v, v'],
                                        |x|^2 = G[u, u] + G[v, v],
 
-a function of two L x L "coordinates" of the symbol Gram G. Its rearrangement
+a function of two L x L "coordinates" of the symbol Gram G (the same holds,
+and everything below, for the NNGP kernel k1 of kernel="nngp", whose diagonal
+is |x|^2 / 2). Its rearrangement
 R[(u, u'), (v, v')] = K[(u, v), (u', v')] is an L^2 x L^2 matrix whose row
 (u, u') is the L x L block K[(u, .), (u', .)] (O(L^2) kernel entries from G),
 and R = R^T (swapping the two symbols of both pairs changes neither the dot
@@ -73,7 +75,7 @@ F_i[u, v] = ntk(T1[i, u] + T2[i, v], |t1|^2 + |t2|^2, n_u + n_v), T1 = t1 S^T an
 T2 = t2 S^T the test items' dot products with the symbols: an L x L block of
 low rank (about 10 at 1e-10, d = 256). ``cross_logits`` runs ACA on all n blocks
 in lockstep (a step: one row and one column of every block, 2 n L entries
-by the backend's ``ntk_entries``), and logit_i = sum_k a_ik^T C b_ik is one
+by the backend's ``kernel_entries``), and logit_i = sum_k a_ik^T C b_ik is one
 GEMM (2 k n L^2 flops) instead of n L^2 kernel entries; a few whole blocks
 are compared with their exact entries and the largest relative error is
 recorded (``kron_test_block_error``). Below ``TEST_CROSS_MIN_L`` the
@@ -155,8 +157,8 @@ class _Rows:
         L, xp, G, n, ar = self.L, self.xp, self.G, self.n, self.ar
         u, up = divmod(int(i), L)
         self.count += 1
-        block = self.kernel.backend.pair_ntk(G, xp.full(L, u), G, ar, n[u] + n,
-                                             xp.full(L, up), ar, n[up] + n)
+        block = self.kernel.backend.pair_kernel(G, xp.full(L, u), G, ar, n[u] + n,
+                                                xp.full(L, up), ar, n[up] + n, self.kernel.kind)
         return block.reshape(-1)
 
 
@@ -360,7 +362,7 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
             A, B = xp.zeros((1, M)), xp.zeros((1, M))
         # K~[(u, v), (u, v)] = sum_r A_r[u, u] B_r[v, v]
         kdiag = (A[:, diag].T @ B[:, diag]).reshape(-1)
-        dcorr = kernel.n2 - kdiag
+        dcorr = kernel.diagonal - kdiag
         exact = M <= probes
         idx = np.arange(M) if exact else rng.choice(M, size=probes, replace=False)
         err2, tot2 = _probe(rows, lambda part: _rows_of_R(xp, A, B, dcorr, part), idx)
@@ -416,14 +418,18 @@ class _TestBlocks:
     L x L block (fresh symbols: no rho = 1 entry) of low rank (about 10 at
     1e-10, d = 256). ACA with partial pivoting runs on every block at once: a
     step evaluates one row and one column of each still active block (2 n L
-    entries by the backend's ``ntk_entries``), and a block stops when two
+    entries by the backend's ``kernel_entries``), and a block stops when two
     consecutive terms are below ``tol`` of its running Frobenius norm. Then
     logit_i = sum_{u,v} C[u, v] F_i[u, v] = sum_k a_ik^T C b_ik: one GEMM.
     """
 
-    def __init__(self, backend, T1, T2, tn2, ns, tol):
+    def __init__(self, backend, T1, T2, tn2, ns, tol, kind="ntk"):
         xp = backend.xp
-        self.xp, entries = xp, backend.ntk_entries
+        self.xp = xp
+
+        def entries(dot, nx2, ny2):
+            return backend.kernel_entries(dot, nx2, ny2, kind)
+
         self.n, self.L = n, L = T1.shape
         self.A = xp.zeros((n, min(L, _TEST_TERMS), L))     # a_ik[u] at A[i, k, u]
         self.B = xp.zeros((n, min(L, _TEST_TERMS), L))     # b_ik[v] at B[i, k, v]
@@ -521,13 +527,13 @@ def cross_logits(kernel, x, c, rtol=DEFAULT_RTOL, *, probes=4):
     for s in range(0, n, chunk):
         e = min(n, s + chunk)
         blocks = _TestBlocks(kernel.backend, lg.T1[s:e], lg.T2[s:e], lg.n2[s:e], ns,
-                             rtol / 10.0)
+                             rtol / 10.0, kernel.kind)
         out.append(blocks.logits(C))
         if s == 0 and probes:
             idx = np.unique(np.linspace(0, e - s - 1, min(probes, e - s)).astype(np.int64))
             r = xp.asarray(idx)
-            exact = kernel.backend.pair_ntk(lg.T1, r, lg.T2, r, lg.n2[r], kernel.u, kernel.v,
-                                            kernel.n2).reshape(len(idx), L, L)
+            exact = kernel.backend.pair_kernel(lg.T1, r, lg.T2, r, lg.n2[r], kernel.u, kernel.v,
+                                               kernel.n2, kernel.kind).reshape(len(idx), L, L)
             gap = xp.linalg.norm((blocks.blocks(r) - exact).reshape(len(idx), -1), axis=1)
             size = xp.linalg.norm(exact.reshape(len(idx), -1), axis=1)
             error = float(xp.max(gap / xp.where(size > 0, size, 1.0)))

@@ -32,6 +32,21 @@ test sets that ``fastsd.train`` draws from the same seed, so it is the
 infinite-width twin of a trained network; "regression" is weighted kernel
 ridge(less) regression on labels +-1.
 
+Readout only (kernel="nngp")
+----------------------------
+With the hidden layer frozen at its initialisation and only the readout a
+trained (random features; the published code's lazy sweep trains this way),
+the centered network f~(x) = (1/(gamma sqrt(d))) sum_i (a_i - a_i(0)) relu(w_i.x)
+is linear in a. The same SGD step moves it by the readout half of Theta
+alone, (1/(gamma^2 d)) sum_i relu(w_i.x) relu(w_i.x') -> k1(x, x') / (gamma^2 d),
+with k1 = ``fastsd.kernels.nngp`` (the ReLU NNGP kernel, k1(x, x) = |x|^2 / 2):
+every formula above holds with ntk replaced by k1, and since the model is
+linear in a this holds at any gamma, not only gamma -> 0. kernel="ntk" (the
+default) is the limit of ``fastsd.train``'s networks, both layers trained;
+kernel="nngp" that of a readout-only network (``fastsd.train`` does not train
+that way; tests/test_kernels_lazy.py trains one in NumPy and checks the gap
+to the limit shrinks like 1/sqrt(width)).
+
 How it is computed
 ------------------
 ``lazy_limit`` validates, wires and records; the work is done by
@@ -152,10 +167,10 @@ class LazyResult:
         return rec
 
 
-def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1024, test_x=None,
-               ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None, kernel_tol=None,
-               steps=25000, alpha0=None, eval_every=1000, batch_size=128, backend="auto",
-               progress=False):
+def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=None, n_test=1024,
+               test_x=None, ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None,
+               kernel_tol=None, steps=25000, alpha0=None, eval_every=1000, batch_size=128,
+               backend="auto", progress=False):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
     See the module notes for the limiting kernel (ntk, App. D), the
@@ -178,6 +193,10 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         batches ``fastsd.train(task, gamma, seed=seed, steps=...,
         batch_size=..., eval_every=..., n_test=...)`` draws, with its test sets
         (needs pairs="all").
+    kernel : {"ntk", "nngp"}, default "ntk"
+        "ntk": the limit of networks with both layers trained (``fastsd.train``);
+        "nngp": the limit of networks with only the readout trained, the
+        hidden layer frozen at initialisation (kernel k1; module notes).
     pairs : "all", int or int array of shape (P, 2)
         "all": the L^2 ordered pairs (L same, L(L-1) different), weighted as
         the training distribution. n: a sample of n pairs, min(n // 2, L)
@@ -267,6 +286,7 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
         raise ValueError(f"`task` must be noise-free (sigma2 = 0) for the lazy limit, whose "
                          f"training inputs are the fixed symbols; got sigma2={task.sigma2!r}.")
     method = LAZY_LIMIT["method"].check(method)
+    kernel_kind = LAZY_LIMIT["kernel"].check(kernel)
     check_choice("solver", solver, ("auto",) + tuple(SOLVERS))     # the registered solvers
     check_seed("seed", seed)
     if isinstance(seed, np.random.Generator):
@@ -307,8 +327,8 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
                       batch_size))
     u, v, selection = choose_pairs(L, pairs, seed)
 
-    kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v)
-    op = solver_cls(kernel, size)
+    pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, kernel_kind)
+    op = solver_cls(pair_kernel, size)
     same = u == v
     w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
     info = op.record()
@@ -340,7 +360,8 @@ def lazy_limit(task, method="logistic_flow", *, pairs="all", seed=None, n_test=1
     info.update(op.counts())
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               "task_seed_entropy": int(task.seed_entropy), "seed": recorded_seed(seed),
-              "backend": backend, "ridge": ridge, "tol": tol, "steps": steps,
+              "kernel": kernel_kind, "backend": backend, "ridge": ridge, "tol": tol,
+              "steps": steps,
               "alpha0": alpha0, "eval_every": eval_every, "batch_size": batch_size,
               "version": __version__}
     if method == "regression":

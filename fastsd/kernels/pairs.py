@@ -8,10 +8,11 @@ items with the L symbols (n_test x L x d); no n x n x d array is ever built.
 - ``count_pairs``, ``choose_pairs``: which (u, v) pairs train ("all", a
   balanced sample, or given), and how many;
 - ``class_weights``: half the weight on same pairs, half on different;
-- ``PairKernel``: the P x P training kernel ntk(x_p, x_q) on one backend, as a
+- ``PairKernel``: the P x P training kernel k(x_p, x_q) (k the NTK, or the
+  NNGP kernel k1) on one backend, as a
   whole matrix, as rows, or applied to vectors without storing it (what the
   solvers of ``fastsd.kernels.solvers`` build on);
-- ``Logits``, ``accuracy``: logits f~(x) = sum_q c_q ntk(x, x_q) at test
+- ``Logits``, ``accuracy``: logits f~(x) = sum_q c_q k(x, x_q) at test
   pairs (matrix-free), and the accuracy of a solver's logits.
 """
 import numpy as np
@@ -122,7 +123,7 @@ def class_weights(same):
 
 
 class PairKernel:
-    """ntk between the training pairs (u, v), from the symbol Gram, on one backend.
+    """The kernel between the training pairs (u, v), from the symbol Gram, on one backend.
 
     Parameters
     ----------
@@ -132,23 +133,30 @@ class PairKernel:
         The symbols, as an array of the backend.
     u, v : int64 ndarrays (P,)
         The training pairs' symbols.
+    kind : {"ntk", "nngp"}, default "ntk"
+        The NTK (both layers trained), or the NNGP kernel k1 (the readout
+        alone), of the arc-cosine family (``fastsd.kernels.arccos``).
 
     Attributes
     ----------
     backend, xp : modules
+    kind : str
     S, G : arrays (L, d), (L, L)
         Symbols and their Gram matrix.
     u, v : int arrays (P,), of the backend
     n2 : array (P,)
-        Squared norms |x_p|^2 = G[u, u] + G[v, v], the kernel's diagonal.
+        Squared norms |x_p|^2 = G[u, u] + G[v, v].
+    diagonal : array (P,)
+        The kernel's diagonal k(x_p, x_p): |x_p|^2 (ntk), |x_p|^2 / 2 (nngp).
     """
 
-    def __init__(self, backend, S, u, v):
+    def __init__(self, backend, S, u, v, kind="ntk"):
         xp = backend.xp
-        self.backend, self.xp, self.S = backend, xp, S
+        self.backend, self.xp, self.S, self.kind = backend, xp, S, kind
         self.G = G = S @ S.T
         self.u, self.v = u, v = xp.asarray(u), xp.asarray(v)
         self.n2 = G[u, u] + G[v, v]
+        self.diagonal = self.n2 if kind == "ntk" else 0.5 * self.n2
 
     def __len__(self):
         return len(self.n2)
@@ -160,8 +168,8 @@ class PairKernel:
     def rows(self, idx):
         """Kernel rows of the pairs ``idx`` (an index array or slice), shape (len(idx), P)."""
         G = self.G
-        return self.backend.pair_ntk(G, self.u[idx], G, self.v[idx], self.n2[idx],
-                                     self.u, self.v, self.n2)
+        return self.backend.pair_kernel(G, self.u[idx], G, self.v[idx], self.n2[idx],
+                                        self.u, self.v, self.n2, self.kind)
 
     def matvec(self, V):
         """K @ V for V of shape (P,) or (P, r), without storing K."""
@@ -172,10 +180,11 @@ class PairKernel:
         """(kernel of the given rows against the training pairs) @ V, without storing it.
 
         Rows i have x_i . x_q = T1[r1[i], u_q] + T2[r2[i], v_q] and |x_i|^2 = rn2[i]
-        (``pair_ntk``); V is (P,) or (P, r), the result (n,) or (n, r).
+        (``pair_kernel``); V is (P,) or (P, r), the result (n,) or (n, r).
         """
         V2 = V.reshape(len(self), -1)
-        out = self.backend.pair_ntk_matvec(T1, r1, T2, r2, rn2, self.u, self.v, self.n2, V2)
+        out = self.backend.pair_kernel_matvec(T1, r1, T2, r2, rn2, self.u, self.v, self.n2, V2,
+                                              self.kind)
         return out.reshape((len(r1),) + V.shape[1:])
 
 
@@ -200,13 +209,13 @@ class Logits:
         self.kernel = kernel
 
     def logits(self, c):
-        """f~(x) = sum_q c_q ntk(x, x_q) at the test pairs, a NumPy array (n,)."""
+        """f~(x) = sum_q c_q k(x, x_q) at the test pairs, a NumPy array (n,)."""
         k = self.kernel
         return k.backend.to_host(k.apply(self.T1, self.r, self.T2, self.r, self.n2, c))
 
 
 def accuracy(op, c, x, y):
-    """Accuracy of the logits sum_q c_q ntk(x, x_q) on test pairs ``x`` with labels ``y``.
+    """Accuracy of the logits sum_q c_q k(x, x_q) on test pairs ``x`` with labels ``y``.
 
     Parameters
     ----------

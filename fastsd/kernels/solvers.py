@@ -41,7 +41,7 @@ what it stores and provides:
 ``op.matrix``
     The stored P x P kernel, or None; a backend may run faster on it (``kernel_sgd``).
 ``op.logits(x, c)``
-    Logits sum_q c_q ntk(x_i, x_q) at test pairs x (n, 2d), a NumPy array
+    Logits sum_q c_q k(x_i, x_q) at test pairs x (n, 2d), a NumPy array
     (n,); by default ``fastsd.kernels.pairs.Logits`` (matrix-free, n P
     kernel entries).
 ``op.solve(w, b, lam, tol=, maxiter=)``
@@ -240,7 +240,7 @@ class Solver:
     def __init__(self, kernel, size=None):
         self.kernel = kernel
         self.xp = kernel.xp
-        self.diagonal = kernel.n2
+        self.diagonal = kernel.diagonal
         self.matrix = None
 
     def __matmul__(self, V):
@@ -319,7 +319,7 @@ class DenseSolver(Solver):
 
 @register_solver("cg", auto_rank=2)
 class CGSolver(Solver):
-    """Matrix-free: products by the backend's ``pair_ntk_matvec``, Jacobi-preconditioned CG."""
+    """Matrix-free: products by the backend's ``pair_kernel_matvec``, Jacobi-preconditioned CG."""
 
     @classmethod
     def auto_refusal(cls, size):
