@@ -36,9 +36,16 @@ taken from the largest L that ran (two power iterations, then 4 products an
 exponential RK4 step, ``dynamics.logistic_flow``), so wall ~ build +
 products x product + 26 x evaluation.
 
+``--accuracy`` prints instead the products' accuracy at L = 8..64 and d = 8,
+32, 256 (symbols of SameDifferent): R, the recorded bound, and the relative
+Frobenius error ||K~ - K||_F / ||K||_F against the exact dense kernel, K~
+formed column by column from products in float64 and with the factors, the
+diagonal correction and the vectors cast to float32 (what a float32 device
+product would give), beside the dense kernel's own float32 product error.
+
     python bench/bench_kron.py [--d 256] [--L 16 64 128 256 512] [--dense-max-L 128]
                                [--steps 25000] [--repeats 1] [--product-L 128 256]
-                               [--estimate-L 1024] [--quick]
+                               [--estimate-L 1024] [--quick] [--accuracy]
 
 Prints the tables and appends JSON lines to ``bench/out/bench_kron.jsonl``.
 It asserts nothing about speed.
@@ -135,6 +142,41 @@ def _products_child(q, d, L, cg, kron_reps):
         q.put({"error": f"{type(exc).__name__}: {exc}"})
 
 
+def accuracy_table(Ls=(8, 16, 32, 64), ds=(8, 32, 256)):
+    """Rows of the ``--accuracy`` table: structured products against the dense kernel."""
+    import copy
+
+    from fastsd import SameDifferent
+    from fastsd.kernels.backend import KERNELS
+    from fastsd.kernels.kron import KronSolver
+    from fastsd.kernels.pairs import PairKernel, choose_pairs
+
+    _, ops = KERNELS.load("cpu")
+    f32 = np.float32
+    rows = []
+    for d in ds:
+        for L in Ls:
+            task = SameDifferent(d=d, L=L, seed=0)
+            u, v, _ = choose_pairs(L, "all", 0)
+            kernel = PairKernel(ops, np.asarray(task.symbols, np.float64), u, v)
+            K = kernel.matrix()
+            op = KronSolver(kernel)
+            f = op.factors
+            low = copy.copy(f)
+            low.A, low.Bh, low.dcorr = f.A.astype(f32), f.Bh.astype(f32), f.dcorr.astype(f32)
+            eye = np.eye(L * L)
+            K64 = np.stack([f.apply(e) for e in eye], axis=1)
+            K32 = np.stack([low.apply(e.astype(f32)) for e in eye], axis=1).astype(np.float64)
+            norm = np.linalg.norm(K)
+            dense32 = K.astype(f32) @ eye.astype(f32)
+            rows.append({"d": d, "L": L, "terms": op.record()["kron_terms"],
+                         "bound": op.record()["kron_error_bound"],
+                         "error_float64": float(np.linalg.norm(K64 - K) / norm),
+                         "error_float32": float(np.linalg.norm(K32 - K) / norm),
+                         "dense_float32": float(np.linalg.norm(dense32 - K) / norm)})
+    return rows
+
+
 def _in_child(target, *args):
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -156,7 +198,16 @@ def main():
     ap.add_argument("--estimate-L", type=int, nargs="*", default=[1024])
     ap.add_argument("--quick", action="store_true", help="L = 16, 64; 2500 steps; no estimate")
     ap.add_argument("--out", default=os.path.join(OUT_DIR, "bench_kron.jsonl"))
+    ap.add_argument("--accuracy", action="store_true",
+                    help="only the products' accuracy table (L = 8..64, d = 8, 32, 256)")
     args = ap.parse_args()
+    if args.accuracy:
+        print(f"{'d':>4} {'L':>4} {'R':>4} {'bound':>9} {'err f64':>9} {'err f32':>9} "
+              f"{'dense f32':>9}")
+        for r in accuracy_table():
+            print(f"{r['d']:4d} {r['L']:4d} {r['terms']:4d} {r['bound']:9.2e} "
+                  f"{r['error_float64']:9.2e} {r['error_float32']:9.2e} {r['dense_float32']:9.2e}")
+        return
     if args.quick:
         args.L, args.steps, args.product_L, args.estimate_L = [16, 64], 2500, [64], []
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

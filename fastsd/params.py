@@ -282,7 +282,7 @@ LAZY_LIMIT = Spec(
     Param("ridge", "float", "regression ridge, relative to the mean kernel diagonal", 1e-8,
           nonnegative=True),
     Param("solver", "choice", "dense kernel, matrix-free CG, Kronecker-structured kernel "
-          "(all pairs), or the cheaper that fits", "auto",
+          "(all pairs), or auto: the one measured faster that fits", "auto",
           choices=("auto", "dense", "cg", "kron")),
 )
 

@@ -25,7 +25,7 @@ from fastsd.kernels.dynamics import POWER_ITERS
 from fastsd.kernels import kron as kron_module
 from fastsd.kernels.kron import DEFAULT_RTOL, KronSolver, cross_logits, factorise
 from fastsd.kernels.pairs import Logits, PairKernel, choose_pairs
-from fastsd.kernels.solvers import SolveSize
+from fastsd.kernels.solvers import SolveSize, choose_solver
 
 
 def pair_kernel(S, backend="numpy", pairs="all", kind="ntk"):
@@ -193,7 +193,30 @@ def test_lazy_limit_with_structured_test_logits_gives_the_dense_ones(monkeypatch
     assert 0 < info["kron_test_block_error"] <= 10 * DEFAULT_RTOL
 
 
-def test_auto_takes_kron_only_where_dense_does_not_fit():
+@pytest.mark.parametrize("method, L, d, expected", [
+    ("logistic_flow", 47, 256, "dense"), ("logistic_flow", 48, 2, "kron"),
+    ("regression", 63, 256, "dense"), ("regression", 64, 31, "dense"),
+    ("regression", 64, 32, "kron"), ("logistic_sgd", 256, 256, "dense")])
+def test_auto_prefers_kron_for_all_pairs_where_it_was_measured_faster(method, L, d, expected):
+    size = SolveSize(P=L * L, L=L, all_pairs=True, max_bytes=1 << 40, method=method, d=d)
+    assert choose_solver("auto", size).name == expected
+    sample = SolveSize(P=L * L, L=L, all_pairs=False, max_bytes=1 << 40, method=method, d=d)
+    assert choose_solver("auto", sample).name == "dense"
+    # no room for AUTO_MIN_TERMS terms (nor, at these L, for the dense kernel): cg
+    tight = SolveSize(P=L * L, L=L, all_pairs=True, method=method, d=d,
+                      max_bytes=kron_module.AUTO_MIN_TERMS * kron_module.BYTES_PER_TERM * L * L - 1)
+    assert choose_solver("auto", tight).name == "cg"
+
+
+def test_auto_takes_the_flow_at_l_48_to_kron_and_its_result_follows_dense():
+    task = SameDifferent(d=8, L=48, seed=0)
+    kw = dict(method="logistic_flow", steps=400, n_test=64, seed=1, backend="cpu")
+    auto, dense = lazy_limit(task, **kw), lazy_limit(task, solver="dense", **kw)
+    assert (auto.solver, dense.solver) == ("kron", "dense")
+    assert auto.history["test_accuracy"] == dense.history["test_accuracy"]
+
+
+def test_auto_takes_kron_where_dense_does_not_fit():
     task = SameDifferent(d=64, L=20, seed=0)                   # P = 400: dense 1.28 MB
     kw = dict(method="regression", n_test=64, seed=1)
     assert lazy_limit(task, **kw).solver == "dense"

@@ -290,6 +290,22 @@ def test_lazy_limit_progress_is_off_by_default_and_counts_flow_time(capsys):
     assert shown["test_accuracy"] == quiet["test_accuracy"]
 
 
+@pytest.mark.parametrize("solver", ["kron", "cg"])
+def test_lazy_limit_progress_counts_kron_terms_and_cg_iterations(solver, capsys):
+    task = SameDifferent(d=16, L=8, seed=0)
+    kw = dict(method="regression", n_test=64, seed=1, solver=solver, backend="numpy")
+    quiet = lazy_limit(task, **kw)
+    assert capsys.readouterr().err == ""
+    shown = lazy_limit(task, progress=True, **kw)
+    err = capsys.readouterr().err
+    assert shown.test_accuracy == quiet.test_accuracy
+    info = shown.solver_info
+    its = info["cg_iterations"]
+    assert f"{solver} regression (CG): " in err and f" {its}/" in err
+    if solver == "kron":
+        assert f"kron factors (L = 8): {info['kron_aca_terms']}" in err
+
+
 def test_a_registered_solver_plugs_into_lazy_limit_and_auto():
     from fastsd.kernels import solvers
 

@@ -91,6 +91,7 @@ import math
 
 import numpy as np
 
+from .. import _progress
 from .._memory import fmt_bytes
 from .pairs import Logits
 from .solvers import CGSolver, SolveTooLargeError, register_solver
@@ -104,6 +105,14 @@ PROBES = 256
 Z_BOUND = 3.0
 #: Terms solver="auto" wants room for before it takes "kron".
 AUTO_MIN_TERMS = 64
+#: Smallest L from which solver="auto" prefers "kron" to "dense" for the flow
+#: (25,000 steps, Intel Xeon 2 cores: dense 2.65 s / kron 2.48 s at d = 8,
+#: L = 48; 1.04 / 0.53 s at d = 256; dense faster below).
+AUTO_FLOW_MIN_L = 48
+#: Smallest L and d from which "auto" prefers "kron" for the regression (CG on
+#: the Kronecker products against a Cholesky of the stored kernel: 0.66 / 0.46 s
+#: at d = 32, L = 64; at d = 8 dense stays faster to L = 96, 4.3 / 6.3 s).
+AUTO_REGRESSION_MIN_L, AUTO_REGRESSION_MIN_D = 64, 32
 #: Float64 rounding allowance added to the recorded bound (products of O(1) factors).
 ROUNDING = 1e-14
 #: Bytes a term per pair while building (two factor sets and their QR copies).
@@ -165,9 +174,9 @@ class _Rows:
 class _ACA:
     """Adaptive cross approximation with partial pivoting of the symmetric R, resumable."""
 
-    def __init__(self, rows, cap):
+    def __init__(self, rows, cap, step):
         xp = rows.xp
-        self.rows, self.xp, self.cap = rows, xp, cap
+        self.rows, self.xp, self.cap, self.step = rows, xp, cap, step
         M = rows.L * rows.L
         self.M = M
         self.A = xp.empty((min(cap, 16), M))
@@ -222,6 +231,7 @@ class _ACA:
             cross = float((A[:k] @ a) @ (B[:k] @ b)) if k else 0.0
             self.frob2 = max(self.frob2 + 2.0 * cross + aa * bb, aa * bb)
             self.k = k + 1
+            self.step(1)
             small = small + 1 if aa * bb <= tol * tol * self.frob2 else 0
             if small >= 2:
                 return True
@@ -308,7 +318,7 @@ def _rows_of_R(xp, A, B, dcorr, idx):
     return out
 
 
-def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
+def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0, step=lambda n: None):
     """Kronecker factors of the all-pairs kernel within ``rtol`` relative Frobenius error.
 
     See the module notes (ACA on the rearranged kernel, recompression,
@@ -326,6 +336,9 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
         Exact rows of R the error is measured on.
     seed : int, default 0
         Seeds the probe rows.
+    step : callable, optional
+        Called with 1 after each cross-approximation term (a progress bar's
+        ``update``).
 
     Returns
     -------
@@ -344,7 +357,7 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0):
     L = rows.L
     M = L * L
     rng = np.random.default_rng(seed)
-    aca = _ACA(rows, cap)
+    aca = _ACA(rows, cap, step)
     n = rows.n
     diag = xp.arange(L) * (L + 1)                 # index (u, u) in R's row numbering
     pivot, tol, exact = int(xp.argmax(n)) * (L + 1), rtol / 10.0, False
@@ -594,8 +607,24 @@ class KronSolver(CGSolver):
                     f"{fmt_bytes(AUTO_MIN_TERMS * BYTES_PER_TERM * size.P)}")
         return None
 
-    def __init__(self, kernel, size=None):
-        super().__init__(kernel, size)
+    @classmethod
+    def auto_prefers(cls, size):
+        """Before "dense" for all pairs where measured faster (``AUTO_FLOW_MIN_L``, ...).
+
+        Never for kernel SGD (method "logistic_sgd"), whose batch rows are
+        formed from the factors, far slower than rows of a stored kernel.
+        """
+        if not size.all_pairs:
+            return False
+        if size.method == "logistic_flow":
+            return size.L >= AUTO_FLOW_MIN_L
+        if size.method == "regression":
+            return (size.L >= AUTO_REGRESSION_MIN_L and size.d is not None
+                    and size.d >= AUTO_REGRESSION_MIN_D)
+        return False
+
+    def __init__(self, kernel, size=None, progress=False):
+        super().__init__(kernel, size, progress)
         L = kernel.G.shape[0]
         P = len(kernel)
         if P != L * L or not bool(self.xp.all(kernel.u * L + kernel.v == self.xp.arange(P))):
@@ -603,8 +632,10 @@ class KronSolver(CGSolver):
                              "for solver='kron'.")
         rtol = DEFAULT_RTOL if size is None or size.kernel_tol is None else size.kernel_tol
         max_bytes = (1 << 62) if size is None else size.max_bytes
-        with self.threads():
-            self.factors = factorise(kernel, rtol, cap=max(1, max_terms(L, max_bytes)))
+        with self.threads(), _progress.bar(progress, unit="term",
+                                           desc=f"kron factors (L = {L})") as bar:
+            self.factors = factorise(kernel, rtol, cap=max(1, max_terms(L, max_bytes)),
+                                     step=bar.update)
         self.rtol = rtol
         self.products = self.rows_formed = self.test_pairs = 0
         self.test_error = 0.0

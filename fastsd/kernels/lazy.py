@@ -219,9 +219,11 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
         only) stores it as a short sum of Kronecker products of L x L factors
         plus its exact diagonal, built from the symbol Gram to ``kernel_tol``
         (``fastsd.kernels.kron``: 16 L^2 bytes a term, products by GEMM);
-        "cg" is matrix-free. "auto" takes "dense" when it fits in
-        ``max_bytes``, else "kron" for all pairs, else "cg" up to
-        ``CG_MAX_PAIRS`` pairs. The flows use the same choice for their kernel
+        "cg" is matrix-free. "auto" takes "kron" for all pairs where it was
+        measured faster (the flow from L = 48, the regression from L = 64 at
+        d >= 32), else "dense" when it fits in ``max_bytes``, else "kron"
+        for all pairs, else "cg" up to ``CG_MAX_PAIRS`` pairs
+        (``fastsd.kernels.solvers``). The flows use the same choice for their kernel
         store; "kron" and "cg" solve the regression by CG.
     max_bytes : int, optional
         Memory allowed for the kernel matrix; default half the available memory.
@@ -245,8 +247,10 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
         "numpy": the float64 reference; "cpu": Numba kernels; "cuda": the
         reference on CuPy arrays (needs CuPy and a GPU).
     progress : bool, default False
-        A tqdm bar on stderr over the flows' time in SGD steps, advanced at
-        each evaluation (the regression is one solve and shows none). Off by
+        tqdm bars on stderr: over the flows' time in SGD steps, advanced at
+        each evaluation; over the terms of solver "kron"'s factors while
+        they are built; over the CG iterations of the "kron" and "cg"
+        regression solves (the dense Cholesky solve shows none). Off by
         default, and so in the scan's "lazy_limit" cells.
 
     Returns
@@ -321,14 +325,14 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     P = count_pairs(L, pairs)
     maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
     size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
-                     kernel_tol=kernel_tol)
+                     kernel_tol=kernel_tol, method=method, d=task.symbols.shape[1])
     solver_cls = choose_solver(solver, size)
     check_fits(_needs(task, method, pairs, P, n_test, test_x, min(BatchStream.BLOCK, steps),
                       batch_size))
     u, v, selection = choose_pairs(L, pairs, seed)
 
     pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, kernel_kind)
-    op = solver_cls(pair_kernel, size)
+    op = solver_cls(pair_kernel, size, progress=progress)
     same = u == v
     w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
     info = op.record()

@@ -23,9 +23,13 @@ Class attributes and methods, used before anything is allocated:
 ``auto_refusal(size)``
     Why solver="auto" passes it over, as a phrase ("the dense kernel needs
     ..."), or None when "auto" may take it.
+``auto_prefers(size)``
+    Whether "auto" should try it before the solvers of lower ``auto_rank``
+    for this problem (measured faster there); False by default.
 
-An instance, ``cls(kernel, size)`` (``size`` the ``SolveSize`` it was chosen
-for, or None: no memory limit and the solver's default accuracy), builds
+An instance, ``cls(kernel, size, progress=False)`` (``size`` the ``SolveSize``
+it was chosen for, or None: no memory limit and the solver's default accuracy;
+``progress``: show bars on stderr for its builds and iterative solves), builds
 what it stores and provides:
 
 ``op.kernel``, ``op.xp``
@@ -57,13 +61,16 @@ what it stores and provides:
     the dynamics and the regression solve: one thread by default (memory-bound
     matrix-vector products, ``one_blas_thread``).
 
-The auto rule: the solver of lowest ``auto_rank`` whose ``auto_refusal`` is
-None; when all refuse, ``SolveTooLargeError`` with every reason. With "dense"
-(rank 0: stored, Cholesky), "kron" (rank 1: all pairs as a sum of Kronecker
-products, ``fastsd.kernels.kron``) and "cg" (rank 2: matrix-free, Jacobi-
-preconditioned conjugate gradients) that is: "dense" when 8 P^2 bytes fit in
-``max_bytes``, else "kron" for all pairs (room for 64 terms), else "cg" up to
-``CG_MAX_PAIRS`` pairs.
+The auto rule: the solvers that prefer the problem (``auto_prefers``) first,
+then by ``auto_rank``; the first whose ``auto_refusal`` is None is taken; when
+all refuse, ``SolveTooLargeError`` with every reason. With "dense" (rank 0:
+stored, Cholesky), "kron" (rank 1: all pairs as a sum of Kronecker products,
+``fastsd.kernels.kron``) and "cg" (rank 2: matrix-free, Jacobi-preconditioned
+conjugate gradients) that is: "kron" for all pairs where it was measured
+faster than "dense" (``KronSolver.auto_prefers``: the flow from L = 48, the
+regression from L = 64 at d >= 32, never kernel SGD) and has room for 64
+terms; else "dense" when 8 P^2 bytes fit in ``max_bytes``; else "kron" for all
+pairs; else "cg" up to ``CG_MAX_PAIRS`` pairs.
 
 Adding a solver (as ``fastsd.kernels.kron`` does): one module defining a
 ``Solver`` subclass decorated with ``@register_solver(name, auto_rank=...)``,
@@ -87,6 +94,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _progress
 from .._memory import fmt_bytes
 from ..exceptions import SizeTooLargeError
 from .pairs import Logits
@@ -118,6 +126,11 @@ class SolveSize:
         Relative Frobenius error allowed to an approximate kernel store
         (``lazy_limit``'s ``kernel_tol``); None: the solver's default. Exact
         solvers ignore it.
+    method : {"regression", "logistic_flow", "logistic_sgd"}, optional
+        What the kernel is used for (``lazy_limit``'s ``method``): what
+        ``auto_prefers`` weighs (products, solves, or batch rows).
+    d : int, optional
+        The symbols' dimension; None: unknown.
     """
 
     P: int
@@ -125,6 +138,8 @@ class SolveSize:
     all_pairs: bool
     max_bytes: int
     kernel_tol: float = None
+    method: str = "regression"
+    d: int = None
 
 
 #: Solver name -> class, filled by ``register_solver``.
@@ -181,7 +196,7 @@ def choose_solver(name, size):
         if why is not None:
             raise SolveTooLargeError(why)
         return cls
-    ranked = sorted(SOLVERS.values(), key=lambda c: c.auto_rank)
+    ranked = sorted(SOLVERS.values(), key=lambda c: (not c.auto_prefers(size), c.auto_rank))
     reasons = []
     for cls in ranked:
         why = cls.auto_refusal(size)
@@ -217,6 +232,8 @@ class Solver:
         The training pairs' kernel on a backend.
     size : SolveSize, optional
         What it was chosen for (memory allowed, accuracy asked).
+    progress : bool, default False
+        Show progress bars (stderr) over its builds and iterative solves.
     """
 
     name = None
@@ -237,8 +254,14 @@ class Solver:
         """Why solver="auto" passes this solver over for ``size`` (a phrase), or None."""
         return cls.refusal(size)
 
-    def __init__(self, kernel, size=None):
+    @classmethod
+    def auto_prefers(cls, size):
+        """Whether solver="auto" tries this solver before those of lower rank for ``size``."""
+        return False
+
+    def __init__(self, kernel, size=None, progress=False):
         self.kernel = kernel
+        self.progress = progress
         self.xp = kernel.xp
         self.diagonal = kernel.diagonal
         self.matrix = None
@@ -298,8 +321,8 @@ class DenseSolver(Solver):
         return (f"the dense kernel needs {fmt_bytes(cls.memory_bytes(size.P))} "
                 f"(`max_bytes` = {fmt_bytes(size.max_bytes)})")
 
-    def __init__(self, kernel, size=None):
-        super().__init__(kernel, size)
+    def __init__(self, kernel, size=None, progress=False):
+        super().__init__(kernel, size, progress)
         self.matrix = kernel.matrix()
 
     def __matmul__(self, V):
@@ -340,9 +363,10 @@ class CGSolver(Solver):
         xp = self.xp
         sw = xp.sqrt(w)
         lam = lam if lam > 0 else 1e-12 * float(xp.sum(w * self.diagonal)) / len(w)
-        with self.threads():
+        with self.threads(), _progress.bar(self.progress, total=maxiter, unit="it",
+                                           desc=f"{self.name} regression (CG)") as bar:
             z, it, res = _cg(lambda q: sw * (self @ (sw * q)) + lam * q, b,
-                             w * self.diagonal + lam, tol, maxiter, xp)
+                             w * self.diagonal + lam, tol, maxiter, xp, bar.update)
         return z, {"jitter": lam, "cg_iterations": it, "cg_relative_residual": res}
 
 
@@ -362,8 +386,11 @@ def _cholesky_solve(backend, A, b, lam0):
                 raise
 
 
-def _cg(apply, b, diag, tol, maxiter, xp):
-    """Jacobi-preconditioned conjugate gradients; returns z, iterations, relative residual."""
+def _cg(apply, b, diag, tol, maxiter, xp, step=lambda n: None):
+    """Jacobi-preconditioned conjugate gradients; returns z, iterations, relative residual.
+
+    ``step(1)`` is called after each iteration (a progress bar's ``update``).
+    """
     z = xp.zeros_like(b)
     r = b.copy()
     bnorm = float(xp.linalg.norm(b)) or 1.0
@@ -383,4 +410,5 @@ def _cg(apply, b, diag, tol, maxiter, xp):
         rs = rs_new
         it += 1
         res = float(xp.linalg.norm(r)) / bnorm
+        step(1)
     return z, it, res
