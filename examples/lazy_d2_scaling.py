@@ -1,97 +1,122 @@
 """How many training symbols the exact lazy limit needs as d grows (Fig. 1e, Theorem 2).
 
-For each d, runs the gamma -> 0, infinite-width network (``lazy_limit``,
-method "logistic_flow": the BCE gradient flow over all L^2 ordered training
-pairs for 25,000 SGD steps' worth of time at alpha0 = 0.1) on a geometric grid
-of L, averaging the test accuracy over task seeds, until the mean accuracy
-passes the target. ``--measure best`` (default) takes the paper's measure, the
-best accuracy over 25 evaluations (every 1,000 steps, 1024 fresh pairs each,
-App. G.1); ``--measure final`` the accuracy at the end on 4096 fresh pairs. L*(d) is where the mean accuracy
-crosses the target (linear interpolation in log L). The exponent b of
-L* ~ d^b is fitted by least squares on log-log axes; its uncertainty is
-the standard deviation over bootstrap resamples of the seeds (cell by cell),
-and the regression standard error is printed too. Theorem 2 bounds the need
-by L ~ d^2.
+For each d, runs the gamma -> 0, infinite-width network (``lazy_cell``, the
+cells of Fig. 1e's heatmap: method "logistic_flow", the BCE gradient flow over
+all L^2 ordered training pairs for 25,000 SGD steps' worth of time at
+alpha0 = 0.1, the best test accuracy over 25 evaluations on 1024 fresh pairs,
+App. G.1) for every seed, at L on the paper's lattice (L = 2^(7 + 3k/19),
+rounded: the points of round(2^linspace(7, 10, 20)), extended below 128),
+and bisects for the two neighbouring L between which the mean accuracy over
+seeds first reaches the level. L*(d) is where the mean crosses the level
+(linear in log L) and the exponent b of L* ~ d^b is fitted on log-log axes,
+with a bootstrap 95% interval over the seeds, cell by cell
+(``fastsd.figures.fig1e.lazy_scaling``, as the figure reports it). Theorem 2
+bounds the need by L ~ d^2. The bisection assumes the mean accuracy grows
+with L; every cell it ran is in ``--out`` to check that.
 
-    PYTHONPATH=. python examples/lazy_d2_scaling.py [--quick] [--measure best|final]
-        [--ds 12 16 24 32 48] [--grid 8 12 16 24 32 48 64 96] [--out FILE]
+Each d runs on its own worker process (``--workers``, default 2); every cell
+is appended to ``--out`` (JSON lines) as it finishes, and a rerun with the
+same ``--out`` computes only the cells not there yet.
+
+    python examples/lazy_d2_scaling.py [--quick] [--ds 128 181 256 362 512]
+        [--L-range 32 1024] [--seeds 0 1 2] [--level 0.75] [--out FILE]
+        [--workers 2]
 """
 import argparse
 import json
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
-from fastsd import SameDifferent
-from fastsd.analysis import power_law_fit as fit
-from fastsd.analysis import threshold_crossing
-from fastsd.kernels import lazy_limit
+from fastsd.figures.fig1e import lazy_scaling
+from fastsd.kernels import lazy_cell
 
-TARGET = 0.75
+STEPS = 25_000
+
+
+def lattice(lo, hi):
+    """The paper's L values round(2^(7 + 3k/19)) from lo to hi (k of any sign)."""
+    ks = np.arange(np.floor(19 * (np.log2(lo) - 7) / 3), np.ceil(19 * (np.log2(hi) - 7) / 3) + 1)
+    Ls = sorted({int(round(v)) for v in 2.0 ** (7 + 3 * ks / 19)})
+    return [L for L in Ls if lo <= L <= hi]
+
+
+def search(d, grid, seeds, level, steps, out, done):
+    """Bisect the L grid for the first L whose mean accuracy over seeds reaches level."""
+    recs = []
+
+    def mean(i):
+        for s in seeds:
+            rec = done.get((d, grid[i], s))
+            if rec is None:
+                t0 = time.perf_counter()
+                rec = lazy_cell(d, grid[i], seed=s, steps=steps, eval_every=1000, n_test=1024,
+                                backend="cpu")
+                rec.pop("history", None)
+                rec.pop("predictions", None)
+                with open(out, "a") as fh:
+                    fh.write(json.dumps(rec) + "\n")
+                print(f"d={d:5d} L={grid[i]:5d} seed={s} best acc "
+                      f"{rec['best_test_accuracy']:.3f} ({time.perf_counter() - t0:.1f} s)",
+                      flush=True)
+            recs.append(rec)
+        return np.mean([r["best_test_accuracy"] for r in recs if r["L"] == grid[i]])
+
+    lo, hi = -1, len(grid)       # mean(lo) < level <= mean(hi), the ends taken as given
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mean(mid) >= level:
+            hi = mid
+        else:
+            lo = mid
+    if lo < 0 or hi == len(grid):
+        print(f"d={d:5d}: the level is not crossed inside L = {grid[0]}..{grid[-1]}", flush=True)
+    return recs
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--measure", choices=("best", "final"), default="best")
-    ap.add_argument("--ds", type=int, nargs="+", default=None, help="dimensions to scan")
-    ap.add_argument("--grid", type=int, nargs="+", default=None, help="L values to try")
-    ap.add_argument("--out", default=None)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="d = 16, 32, 64, L in 8..512, 5000 steps")
+    ap.add_argument("--ds", type=int, nargs="+", default=[128, 181, 256, 362, 512])
+    ap.add_argument("--L-range", type=int, nargs=2, default=[32, 1024], metavar=("LO", "HI"),
+                    help="smallest and largest L of the lattice searched")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--level", type=float, default=0.75)
+    ap.add_argument("--out", default="results/lazy_d2_scaling.jsonl")
+    ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
-    ds = args.ds or ((4, 6, 8, 12, 16) if args.quick else (4, 6, 8, 12, 16, 24, 32))
-    grid = args.grid or (3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)
-    seeds = (0, 1, 2)
-    steps = 25000
-    if args.measure == "best":
-        evals = {"eval_every": 1000, "n_test": 1024}
-
-        def measure(r):
-            return r.best_test_accuracy
-    else:
-        evals = {"eval_every": steps, "n_test": 4096}
-
-        def measure(r):
-            return r.test_accuracy
-    print(f"measure: {args.measure} test accuracy ({evals})")
-    table = {}
-    for d in ds:
-        Ls, accs = [], []
-        for L in grid:
-            t0 = time.perf_counter()
-            a = [measure(lazy_limit(SameDifferent(d=d, L=L, seed=s), "logistic_flow",
-                                    seed=100 + s, steps=steps, **evals))
-                 for s in seeds]
-            Ls.append(L)
-            accs.append(a)
-            print(f"d={d:3d} L={L:3d} acc={np.mean(a):.3f} (seeds {', '.join(f'{x:.3f}' for x in a)}) "
-                  f"{time.perf_counter() - t0:.1f}s", flush=True)
-            if np.mean(a) >= TARGET + 0.05:
-                break
-        table[d] = (Ls, accs)
-    rng = np.random.default_rng(0)
-    point = {d: threshold_crossing(Ls, np.mean(a, axis=1), TARGET) for d, (Ls, a) in table.items()}
-    good = [d for d in ds if point[d] is not None]
-    print("\nL* at accuracy", TARGET, {d: round(point[d], 2) for d in good})
-    b, se = fit(np.array(good, float), np.array([point[d] for d in good]))
-    boots = []
-    for _ in range(1000):
-        Lb = []
-        for d in good:
-            Ls, a = table[d]
-            a = np.asarray(a)
-            pick = rng.integers(0, a.shape[1], size=a.shape[1])
-            Lb.append(threshold_crossing(Ls, a[:, pick].mean(axis=1), TARGET))
-        if all(v is not None for v in Lb):
-            boots.append(fit(np.array(good, float), np.array(Lb))[0])
-    print(f"fitted exponent b = {b:.2f} (regression SE {se:.2f}; bootstrap over seeds: "
-          f"SD {np.std(boots):.2f}, 95% interval [{np.percentile(boots, 2.5):.2f}, "
-          f"{np.percentile(boots, 97.5):.2f}], {len(boots)} resamples); Theorem 2 bound: 2")
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump({"target": TARGET, "steps": steps, "measure": args.measure, "seeds": list(seeds),
-                       "cells": {str(d): {"L": Ls, "acc": a} for d, (Ls, a) in table.items()},
-                       "L_star": {str(d): point[d] for d in good}, "exponent": b,
-                       "exponent_se": se, "bootstrap": boots}, fh)
+    steps = STEPS
+    if args.quick:
+        args.ds, steps, args.L_range = [16, 32, 64], 5000, [8, 512]
+    grid = lattice(*args.L_range)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    done = {}
+    if os.path.exists(args.out):
+        for line in open(args.out):
+            r = json.loads(line)
+            if r.get("steps") == steps:
+                done[r["d"], r["L"], r["seed"]] = r
+    records = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        jobs = [pool.submit(search, d, grid, args.seeds, args.level, steps, args.out, done)
+                for d in sorted(args.ds, reverse=True)]
+        for job in as_completed(jobs):
+            records += job.result()
+    out = lazy_scaling(records, level=args.level)
+    print(f"\nL* at best test accuracy {args.level} ({steps} steps, seeds {args.seeds}):")
+    for d, L in out["L_star"].items():
+        print(f"  d = {d:5d}: L* = {L:7.1f}   (d^2 = {d * d})")
+    if out["exponent"] is None:
+        print("fewer than two d cross the level inside the grid: no exponent")
+        return
+    ci = out["exponent_ci"]
+    print(f"fitted L* ~ d^b: b = {out['exponent']:.2f}"
+          + ("" if out["exponent_se"] is None else f" (regression se {out['exponent_se']:.2f})")
+          + ("" if ci is None else f", bootstrap 95% interval [{ci[0]:.2f}, {ci[1]:.2f}] "
+             f"({out['n_boot']} resamples of the seeds)")
+          + "; Theorem 2's bound: b = 2")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 """Fig. 1e: the lazy model's test accuracy over d and L, with the L ~ d^2 line (Theorem 2).
 
-The paper uses finite networks (m = 4096, gamma = 1e-5, 50k steps) on d, L in
-128..1024; here the heatmap is the exact gamma -> 0, infinite-width network
-(``fastsd.kernels.lazy_limit``, logistic flow over all ordered pairs), whose
-cost grows like L^4, so its grid sits at smaller d and L, with finite gamma ~ 0
-networks on a few of the same cells (same symbols) to compare.
+The paper uses finite networks (m = 4096, gamma = 1e-5) on d, L in 128..1024
+(round(2^linspace(7, 10, 20)) for both). Here the heatmap is the exact
+gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``, logistic
+flow over all L^2 ordered pairs, solver "kron" from L = 128 on: about 15 s at
+L = 256 and 6 min at L = 1024 on 2 cores), on the paper's grid, with finite
+gamma ~ 0 networks (m = 4096) on a few of the same cells (same symbols) to
+compare. ``lazy_scaling`` reads L*(d) off the heatmap and fits L* ~ d^b with a
+bootstrap confidence interval.
 """
 import numpy as np
 
@@ -12,26 +15,28 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "lazy limit over d x L with the L ~ d^2 line"
-QUICK_WALL_TIME = "12 s"
-DS = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 6, 9)})
-LS = sorted({int(round(v)) for v in 2.0 ** np.linspace(2, 7, 11)})
+QUICK_WALL_TIME = "211 s"
+#: The paper's d and L: round(2^linspace(7, 10, 20)), 128..1024.
+PAPER_DL = sorted({int(round(v)) for v in 2.0 ** np.linspace(7, 10, 20)})
 FULL = Preset(
     "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma -> 0) test accuracy over d and L",
-    (("lazy_limit", "lazy_limit", Grid(d=DS, L=LS, seed=[0, 1, 2], steps=25_000,
+    (("lazy_limit", "lazy_limit", Grid(d=PAPER_DL, L=PAPER_DL, seed=[0, 1, 2], steps=25_000,
                                        eval_every=1000, n_test=1024)),
-     ("mlp", "mlp", Grid(d=[8, 16, 32, 64], L=[8, 32, 128], gamma="lazy", seed=[0, 1, 2],
+     ("mlp", "mlp", Grid(d=[128, 256], L=[128, 512], gamma="lazy", seed=[0, 1, 2],
                          width=4096, steps=25_000, eval_every=1000, n_test=1024))))
 QUICK = Preset(
     "fig1e-quick", "lazy_heatmap", "Fig. 1e (quick): lazy (gamma -> 0) test accuracy "
     "over d and L",
-    (("lazy_limit", "lazy_limit", Grid(d=[4, 8, 16, 32], L=[4, 8, 16, 32, 64], seed=0,
+    (("lazy_limit", "lazy_limit", Grid(d=[128, 256], L=[128, 181, 256, 362, 512], seed=[0, 1],
                                        steps=5000, eval_every=1000, n_test=1024)),
-     ("mlp", "mlp", Grid(d=[8, 16, 32], L=[16, 64], gamma="lazy", seed=0, width=1024,
+     ("mlp", "mlp", Grid(d=[128], L=[128, 362], gamma="lazy", seed=0, width=1024,
                          steps=5000, eval_every=1000, n_test=1024))))
+#: Bootstrap replicates of the exponent's confidence interval.
+N_BOOT = 2000
 
 
-def lazy_scaling(records, level=0.75):
-    """L*(d) where the mean accuracy first reaches ``level``, and the fitted L* ~ d^b.
+def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
+    """L*(d) where the mean accuracy first reaches ``level``; the fitted L* ~ d^b and its CI.
 
     Parameters
     ----------
@@ -39,13 +44,22 @@ def lazy_scaling(records, level=0.75):
         Records with ``d``, ``L`` and ``best_test_accuracy`` (e.g. of the
         "lazy_limit" predictor over a d x L grid).
     level : float, default 0.75
+    n_boot : int, default ``N_BOOT``
+        Bootstrap replicates: each cell's seeds are resampled with
+        replacement (cells are independent: every (seed, L, d) has its own
+        symbols), L*(d) and b are read again; 0 skips the bootstrap.
+    seed : int, default 0
+        Seed of the bootstrap.
 
     Returns
     -------
     dict
         ``level``; ``L_star``, {d: L*} for the d whose accuracy crosses
         ``level`` inside the grid; ``exponent`` and ``exponent_se`` of the
-        log-log least-squares fit (None with fewer than 2 crossings).
+        log-log least-squares fit (None with fewer than 2 crossings);
+        ``exponent_ci``, the bootstrap's 2.5 and 97.5 percentiles of b (None
+        without a bootstrap, with one seed a cell, or when fewer than 90% of
+        the replicates cross at 2 d or more), and ``n_boot``.
     """
     from collections import defaultdict
 
@@ -54,17 +68,36 @@ def lazy_scaling(records, level=0.75):
     acc = defaultdict(lambda: defaultdict(list))
     for r in records:
         acc[r["d"]][r["L"]].append(r["best_test_accuracy"])
-    L_star = {}
-    for d in sorted(acc):
-        Ls = sorted(acc[d])
-        hit = threshold_crossing(Ls, [np.mean(acc[d][L]) for L in Ls], level)
-        if hit is not None:
-            L_star[d] = hit
-    b = se = None
+    ds = sorted(acc)
+
+    def crossings(mean):
+        out = {}
+        for d in ds:
+            Ls = sorted(acc[d])
+            hit = threshold_crossing(Ls, [mean(d, L) for L in Ls], level)
+            if hit is not None:
+                out[d] = hit
+        return out
+
+    L_star = crossings(lambda d, L: np.mean(acc[d][L]))
+    b = se = ci = None
     if len(L_star) >= 2:
         b, se = power_law_fit(list(L_star), list(L_star.values()))
         se = None if se != se else se
-    return {"level": level, "L_star": L_star, "exponent": b, "exponent_se": se}
+    seeds = max((len(v) for row in acc.values() for v in row.values()), default=0)
+    if b is not None and n_boot and seeds > 1:
+        rng = np.random.default_rng(seed)
+        means = {(d, L): np.asarray(v)[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(1)
+                 for d in ds for L, v in acc[d].items()}
+        fits = []
+        for k in range(n_boot):
+            hits = crossings(lambda d, L: means[d, L][k])
+            if len(hits) >= 2:
+                fits.append(power_law_fit(list(hits), list(hits.values()))[0])
+        if len(fits) >= 0.9 * n_boot:
+            ci = [float(q) for q in np.percentile(fits, [2.5, 97.5])]
+    return {"level": level, "L_star": L_star, "exponent": b, "exponent_se": se,
+            "exponent_ci": ci, "n_boot": n_boot}
 
 
 def report(preset, records, prefix):
@@ -81,9 +114,12 @@ def report(preset, records, prefix):
 
     limit, finite = records["lazy_limit"], records.get("mlp", [])
     scaling = lazy_scaling(limit)
+    ci = scaling["exponent_ci"]
     fit = ("" if scaling["exponent"] is None else
            f"; fitted L* ~ d^{scaling['exponent']:.2f}"
-           + ("" if scaling["exponent_se"] is None else f" +- {scaling['exponent_se']:.2f}"))
+           + ("" if scaling["exponent_se"] is None else f" +- {scaling['exponent_se']:.2f} (se)")
+           + ("" if ci is None else f", bootstrap 95% CI [{ci[0]:.2f}, {ci[1]:.2f}] over "
+              f"seeds ({scaling['n_boot']} replicates)"))
     lines, title = [], preset.title
     if scaling["L_star"]:
         d0, L0 = next(iter(scaling["L_star"].items()))
@@ -91,8 +127,9 @@ def report(preset, records, prefix):
         if scaling["exponent"] is not None:
             b, se = scaling["exponent"], scaling["exponent_se"]
             lines.append((rf"fit: $L^* \propto d^{{{b:.2f}}}$", d0, L0, b))
-            power = f"{b:.2f}" if se is None else rf"{b:.2f} \pm {se:.2f}"
-            title += (f"\nfitted $L^* \\propto d^{{{power}}}$ "
+            power = f"{b:.2f}" if se is None or ci is not None else rf"{b:.2f} \pm {se:.2f}"
+            interval = "" if ci is None else f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]"
+            title += (f"\nfitted $L^* \\propto d^{{{power}}}${interval} "
                       f"(L* where accuracy first reaches {scaling['level']})")
     figures = plots.plot_heatmap(limit, prefix, title=title, lines=lines)
     means = defaultdict(list)

@@ -1,0 +1,92 @@
+"""Fig. 1e's L*(d) and its fitted exponent, on synthetic heatmaps with a known law.
+
+Accuracy(d, L) = 0.5 + 0.5 tanh(log(L / L*(d))) with L*(d) = 3 d^b, per-seed noise
+added; the fit must recover b, its bootstrap interval must cover b and shrink with
+the noise, and collapse to the point when the seeds agree.
+"""
+import numpy as np
+import pytest
+
+from fastsd.figures.fig1e import lazy_scaling
+
+DS = [16, 23, 32, 45, 64, 91, 128]
+LS = [int(round(v)) for v in 2.0 ** np.arange(4, 17, 0.5)]
+
+
+def heatmap(b, noise, seeds, rng):
+    recs = []
+    for d in DS:
+        for L in LS:
+            p = 0.5 + 0.5 * np.tanh(np.log(L / (3.0 * d ** b)))
+            for s in range(seeds):
+                recs.append({"d": d, "L": L, "seed": s,
+                             "best_test_accuracy": float(np.clip(p + noise * rng.standard_normal(),
+                                                                 0, 1))})
+    return recs
+
+
+@pytest.mark.parametrize("b", [1.0, 1.5, 2.0])
+def test_the_fit_recovers_a_known_exponent_and_its_interval_covers_it(b):
+    rng = np.random.default_rng(int(10 * b))
+    out = lazy_scaling(heatmap(b, 0.02, 5, rng))
+    assert set(out["L_star"]) == set(DS)
+    lo, hi = out["exponent_ci"]
+    assert lo <= b <= hi and hi - lo < 0.3
+    assert out["exponent"] == pytest.approx(b, abs=0.1)
+    # one seed a cell: no interval from resampling seeds
+    assert lazy_scaling(heatmap(b, 0.02, 1, rng))["exponent_ci"] is None
+
+
+def test_the_interval_shrinks_with_the_noise_and_closes_when_seeds_agree():
+    rng = np.random.default_rng(0)
+    wide = lazy_scaling(heatmap(1.5, 0.05, 4, rng))["exponent_ci"]
+    narrow = lazy_scaling(heatmap(1.5, 0.01, 4, rng))["exponent_ci"]
+    assert narrow[1] - narrow[0] < wide[1] - wide[0]
+    exact = lazy_scaling(heatmap(1.5, 0.0, 3, rng))
+    assert exact["exponent_ci"] == pytest.approx([exact["exponent"]] * 2, abs=1e-12)
+    # the bootstrap is seeded: the same records give the same interval
+    recs = heatmap(1.5, 0.03, 3, rng)
+    assert lazy_scaling(recs)["exponent_ci"] == lazy_scaling(recs)["exponent_ci"]
+
+
+def _example():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parents[1] / "examples" / "lazy_d2_scaling.py"
+    spec = importlib.util.spec_from_file_location("lazy_d2_scaling", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_lattice_is_the_paper_grid_extended():
+    from fastsd.figures.fig1e import PAPER_DL
+    ex = _example()
+    assert ex.lattice(128, 1024) == PAPER_DL
+    wide = ex.lattice(8, 1024)
+    assert wide[-len(PAPER_DL):] == PAPER_DL and wide[0] == 8
+    every = {int(round(2.0 ** (7 + 3 * k / 19))) for k in range(-40, 20)}
+    assert wide == sorted(L for L in every if 8 <= L <= 1024)
+
+
+@pytest.mark.parametrize("L_star", [40.0, 100.0, 700.0, 1e4, 2.0])
+def test_the_example_bisection_brackets_the_first_crossing(L_star, tmp_path, monkeypatch):
+    ex = _example()
+    calls = []
+
+    def fake_cell(d, L, *, seed, **kw):
+        calls.append(L)
+        acc = 0.5 + 0.5 * np.tanh(np.log(L / L_star)) + 0.01 * (seed - 1)
+        return {"d": d, "L": L, "seed": seed, "best_test_accuracy": float(acc)}
+
+    monkeypatch.setattr(ex, "lazy_cell", fake_cell)
+    grid = ex.lattice(32, 1024)
+    recs = ex.search(64, grid, [0, 1, 2], 0.75, 100, str(tmp_path / "out.jsonl"), {})
+    assert len(set(calls)) <= int(np.ceil(np.log2(len(grid) + 1)))     # a bisection
+    crossing = L_star * np.exp(np.arctanh(0.5))                          # mean reaches 0.75
+    out = lazy_scaling(recs + [dict(r, d=128) for r in recs], n_boot=0)
+    if grid[0] < crossing <= grid[-1]:
+        assert out["L_star"][64] == pytest.approx(crossing, rel=0.02)
+    else:
+        assert 64 not in out["L_star"]
+    assert len(open(tmp_path / "out.jsonl").read().splitlines()) == len(recs)
