@@ -46,6 +46,7 @@ product would give), beside the dense kernel's own float32 product error.
     python bench/bench_kron.py [--d 256] [--L 16 64 128 256 512] [--dense-max-L 128]
                                [--steps 25000] [--repeats 1] [--product-L 128 256]
                                [--estimate-L 1024] [--quick] [--accuracy]
+                               [--backend cpu|cuda|numpy]
 
 Prints the tables and appends JSON lines to ``bench/out/bench_kron.jsonl``.
 It asserts nothing about speed.
@@ -73,19 +74,19 @@ def _peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _flow_child(q, d, L, solver, steps, seed):
+def _flow_child(q, d, L, solver, steps, seed, backend):
     """One lazy_limit run in this (spawned) process; puts its measurements on ``q``."""
     from fastsd import SameDifferent
     from fastsd.kernels import lazy_limit
     try:
         lazy_limit(SameDifferent(d=4, L=4, seed=0), solver=solver, steps=20, eval_every=10,
-                   n_test=8, backend="cpu")                     # warm-up: Numba's cache
+                   n_test=8, backend=backend)                   # warm-up: Numba's cache
         base = _peak_mib()
         task = SameDifferent(d=d, L=L, seed=0)
         xt, _ = task.sample_test(N_PRED, seed=99)
         t0 = time.perf_counter()
         r = lazy_limit(task, "logistic_flow", solver=solver, steps=steps, seed=seed, test_x=xt,
-                       backend="cpu")
+                       backend=backend)
         wall = time.perf_counter() - t0
         q.put({"wall_s": wall, "solver_info": r.solver_info, "test_accuracy": r.test_accuracy,
                "best_test_accuracy": r.best_test_accuracy,
@@ -198,6 +199,8 @@ def main():
     ap.add_argument("--estimate-L", type=int, nargs="*", default=[1024])
     ap.add_argument("--quick", action="store_true", help="L = 16, 64; 2500 steps; no estimate")
     ap.add_argument("--out", default=os.path.join(OUT_DIR, "bench_kron.jsonl"))
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda", "numpy"),
+                    help="backend of the flow runs (the product table is always cpu)")
     ap.add_argument("--accuracy", action="store_true",
                     help="only the products' accuracy table (L = 8..64, d = 8, 32, 256)")
     args = ap.parse_args()
@@ -216,7 +219,7 @@ def main():
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     rows = []
     print(f"CPU: {info.get('cpu_model')}, {info.get('cpu_count')} cores; d = {args.d}, "
-          f"logistic_flow, {args.steps} steps, backend cpu")
+          f"logistic_flow, {args.steps} steps, backend {args.backend}")
     print(f"{'L':>5} {'P':>8} {'solver':<6} {'wall s':>9} {'R':>4} {'products':>8} "
           f"{'kernel MiB':>10} {'peak RSS MiB':>12} {'test acc':>8} {'logit diff':>10} "
           f"{'same hist':>9}")
@@ -226,7 +229,7 @@ def main():
         best = {}
         for _ in range(args.repeats):
             for solver in solvers:
-                res = _in_child(_flow_child, args.d, L, solver, args.steps, 1)
+                res = _in_child(_flow_child, args.d, L, solver, args.steps, 1, args.backend)
                 if "error" in res or solver not in best or res["wall_s"] < best[solver]["wall_s"]:
                     best[solver] = res
         for solver in solvers:
@@ -249,6 +252,7 @@ def main():
                   f"{res['test_accuracy']:8.4f} {diff:>10} {same:>9}")
             rows.append({"run": run_id, "date": stamp, "table": "flow", "L": L, "d": args.d,
                          "solver": solver, "steps": args.steps, "repeats": args.repeats,
+                         "backend": args.backend,
                          "logit_rel_diff_vs_dense": None if diff == "--" else float(diff),
                          "same_history_as_dense": None if same == "--" else same == "True",
                          **{k: v for k, v in res.items() if k != "predictions"},

@@ -19,6 +19,9 @@
 #      comparison) -> $OUT/fig1c-{cuda,cpu}.json and their records;
 #   6. the full Fig. 1c (180 cells x 25k steps) on "cuda" with its wall time, in what is left
 #      of the budget (FULL_FIG1C=0 skips it) -> $OUT/fig1c-full-cuda.json;
+#   6b. the exact lazy limit's flow by solver "kron" on "cuda" at L = 2048 and 4096 (d = 256,
+#      25k steps: issue 17's GPU timings), in what is left (LAZY_KRON=0 skips it)
+#      -> $OUT/bench_kron_cuda.txt, .jsonl;
 #   7. $OUT/gpu_summary.json: each step's exit status and time, what was missing, and the
 #      cuda-vs-cpu Fig. 1c table differences.
 set -u
@@ -161,6 +164,11 @@ wait "$CPU_JOB"
 if [ "${FULL_FIG1C:-1}" = 1 ]; then
     step fig1c-full-cuda 240 "$OUT/fig1c-full-cuda.json" "$PY" -m fastsd reproduce fig1c --json \
         --quiet --backend cuda --out "$OUT/fig1c-full-cuda"
+fi
+
+if [ "${LAZY_KRON:-1}" = 1 ]; then
+    step lazy-kron-cuda 120 "$OUT/bench_kron_cuda.txt" "$PY" bench/bench_kron.py --backend cuda \
+        --L 2048 4096 --dense-max-L 0 --product-L --estimate-L --out "$OUT/bench_kron_cuda.jsonl"
 fi
 
 # -- 7. summary --------------------------------------------------------------------------------
