@@ -4,7 +4,7 @@ For each d, runs the gamma -> 0, infinite-width network (``lazy_cell``, the
 cells of Fig. 1e's heatmap: method "logistic_flow", the BCE gradient flow over
 all L^2 ordered training pairs for 25,000 SGD steps' worth of time at
 alpha0 = 0.1, the best test accuracy over 25 evaluations on 1024 fresh pairs,
-App. G.1) for every seed, at L on the paper's lattice (L = 2^(7 + 3k/19),
+App. G.1) for every seed, at L on the paper's lattice (``paper_lattice``: L = 2^(7 + 3k/19),
 rounded: the points of round(2^linspace(7, 10, 20)), extended below 128),
 and bisects for the two neighbouring L between which the mean accuracy over
 seeds first reaches the level. L*(d) is where the mean crosses the level
@@ -30,17 +30,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
-from fastsd.figures.fig1e import lazy_scaling
+from fastsd.figures.fig1e import lazy_scaling, paper_lattice
 from fastsd.kernels import lazy_cell
 
 STEPS = 25_000
-
-
-def lattice(lo, hi):
-    """The paper's L values round(2^(7 + 3k/19)) from lo to hi (k of any sign)."""
-    ks = np.arange(np.floor(19 * (np.log2(lo) - 7) / 3), np.ceil(19 * (np.log2(hi) - 7) / 3) + 1)
-    Ls = sorted({int(round(v)) for v in 2.0 ** (7 + 3 * ks / 19)})
-    return [L for L in Ls if lo <= L <= hi]
 
 
 def search(d, grid, seeds, level, steps, out, done):
@@ -90,7 +83,7 @@ def main():
     steps = STEPS
     if args.quick:
         args.ds, steps, args.L_range = [16, 32, 64], 5000, [8, 512]
-    grid = lattice(*args.L_range)
+    grid = paper_lattice(*args.L_range)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     done = {}
     if os.path.exists(args.out):

@@ -7,7 +7,7 @@ the noise, and collapse to the point when the seeds agree.
 import numpy as np
 import pytest
 
-from fastsd.figures.fig1e import lazy_scaling
+from fastsd.figures.fig1e import PAPER_DL, lazy_scaling, paper_lattice
 
 DS = [16, 23, 32, 45, 64, 91, 128]
 LS = [int(round(v)) for v in 2.0 ** np.arange(4, 17, 0.5)]
@@ -59,14 +59,17 @@ def _example():
     return module
 
 
-def test_the_example_lattice_is_the_paper_grid_extended():
-    from fastsd.figures.fig1e import PAPER_DL
-    ex = _example()
-    assert ex.lattice(128, 1024) == PAPER_DL
-    wide = ex.lattice(8, 1024)
-    assert wide[-len(PAPER_DL):] == PAPER_DL and wide[0] == 8
+def test_the_paper_lattice_is_the_paper_grid_extended_at_its_spacing():
+    paper = sorted({int(round(v)) for v in 2.0 ** np.linspace(7, 10, 20)})
+    assert paper_lattice(128, 1024) == PAPER_DL == paper
+    wide = paper_lattice(8, 1024)
+    assert wide[-len(paper):] == paper and wide[0] == 8
     every = {int(round(2.0 ** (7 + 3 * k / 19))) for k in range(-40, 20)}
     assert wide == sorted(L for L in every if 8 <= L <= 1024)
+    with pytest.raises(ValueError, match="`hi` must be an integer >= 100"):
+        paper_lattice(100, 10)
+    with pytest.raises(ValueError, match="`lo` must be an integer >= 1"):
+        paper_lattice(0, 10)
 
 
 @pytest.mark.parametrize("L_star", [40.0, 100.0, 700.0, 1e4, 2.0])
@@ -80,11 +83,11 @@ def test_the_example_bisection_brackets_the_first_crossing(L_star, tmp_path, mon
         return {"d": d, "L": L, "seed": seed, "best_test_accuracy": float(acc)}
 
     monkeypatch.setattr(ex, "lazy_cell", fake_cell)
-    grid = ex.lattice(32, 1024)
+    grid = paper_lattice(32, 1024)
     recs = ex.search(64, grid, [0, 1, 2], 0.75, 100, str(tmp_path / "out.jsonl"), {})
     assert len(set(calls)) <= int(np.ceil(np.log2(len(grid) + 1)))     # a bisection
     crossing = L_star * np.exp(np.arctanh(0.5))                          # mean reaches 0.75
-    out = lazy_scaling(recs + [dict(r, d=128) for r in recs], n_boot=0)
+    out = lazy_scaling(recs, n_boot=0)
     if grid[0] < crossing <= grid[-1]:
         assert out["L_star"][64] == pytest.approx(crossing, rel=0.02)
     else:

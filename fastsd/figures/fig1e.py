@@ -3,21 +3,51 @@
 The paper uses finite networks (m = 4096, gamma = 1e-5) on d, L in 128..1024
 (round(2^linspace(7, 10, 20)) for both). Here the heatmap is the exact
 gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``, logistic
-flow over all L^2 ordered pairs, solver "kron" from L = 128 on: about 15 s at
-L = 256 and 6 min at L = 1024 on 2 cores), on the paper's grid, with finite
-gamma ~ 0 networks (m = 4096) on a few of the same cells (same symbols) to
+flow over all L^2 ordered pairs, solver "kron" as "auto" takes it: 15-21 s
+at L = 256 and 6-9 min at L = 1024 on 2 cores, bench/bench_kron.py), on the
+paper's grid (``paper_lattice``), with finite gamma ~ 0 networks (m = 4096) on a few of the same cells (same symbols) to
 compare. ``lazy_scaling`` reads L*(d) off the heatmap and fits L* ~ d^b with a
 bootstrap confidence interval.
 """
 import numpy as np
 
+from .._validation import check_int
 from ..presets import Preset
 from ..scan import Grid
 
 HELP = "lazy limit over d x L with the L ~ d^2 line"
 QUICK_WALL_TIME = "211 s"
+
+
+def paper_lattice(lo, hi):
+    """The paper's lattice of d and L, round(2^(7 + 3k/19)) for integers k, from lo to hi.
+
+    Its points from 128 to 1024 are round(2^linspace(7, 10, 20)), the grid of
+    Fig. 1e in the paper; k < 0 extends it below 128 at the same spacing.
+
+    Parameters
+    ----------
+    lo, hi : int
+        Smallest and largest value kept, 1 <= lo <= hi.
+
+    Returns
+    -------
+    list of int
+        Increasing, without repeats (rounding merges points below about 20).
+
+    Raises
+    ------
+    ValueError
+        For lo < 1 or hi < lo.
+    """
+    lo = check_int("lo", lo, minimum=1)
+    hi = check_int("hi", hi, minimum=lo)
+    ks = np.arange(np.floor(19 * (np.log2(lo) - 7) / 3), np.ceil(19 * (np.log2(hi) - 7) / 3) + 1)
+    return [v for v in sorted({int(round(x)) for x in 2.0 ** (7 + 3 * ks / 19)}) if lo <= v <= hi]
+
+
 #: The paper's d and L: round(2^linspace(7, 10, 20)), 128..1024.
-PAPER_DL = sorted({int(round(v)) for v in 2.0 ** np.linspace(7, 10, 20)})
+PAPER_DL = paper_lattice(128, 1024)
 FULL = Preset(
     "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma -> 0) test accuracy over d and L",
     (("lazy_limit", "lazy_limit", Grid(d=PAPER_DL, L=PAPER_DL, seed=[0, 1, 2], steps=25_000,
