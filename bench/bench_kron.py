@@ -36,6 +36,12 @@ taken from the largest L that ran (two power iterations, then 4 products an
 exponential RK4 step, ``dynamics.logistic_flow``), so wall ~ build +
 products x product + 26 x evaluation.
 
+``--crossover`` prints instead what solver="auto"'s choice between "dense" and
+"kron" rests on (``kron.AUTO_FLOW_MIN_L``, ``AUTO_REGRESSION_MIN_L``/``_D``):
+both solvers' wall time, side by side in spawned processes, best of
+``--repeats``, for the flow (``--steps``) and the regression at d = 8, 32, 256
+and L = 32, 48, 64, 96, with the solver "auto" takes.
+
 ``--accuracy`` prints instead the products' accuracy at L = 8..64 and d = 8,
 32, 256 (symbols of SameDifferent): R, the recorded bound, and the relative
 Frobenius error ||K~ - K||_F / ||K||_F against the exact dense kernel, K~
@@ -46,7 +52,7 @@ product would give), beside the dense kernel's own float32 product error.
     python bench/bench_kron.py [--d 256] [--L 16 64 128 256 512] [--dense-max-L 128]
                                [--steps 25000] [--repeats 1] [--product-L 128 256]
                                [--estimate-L 1024] [--quick] [--accuracy]
-                               [--backend cpu|cuda|numpy]
+                               [--backend cpu|cuda|numpy] [--crossover]
 
 Prints the tables and appends JSON lines to ``bench/out/bench_kron.jsonl``.
 It asserts nothing about speed.
@@ -74,7 +80,7 @@ def _peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _flow_child(q, d, L, solver, steps, seed, backend):
+def _flow_child(q, d, L, solver, steps, seed, backend, method="logistic_flow"):
     """One lazy_limit run in this (spawned) process; puts its measurements on ``q``."""
     from fastsd import SameDifferent
     from fastsd.kernels import lazy_limit
@@ -85,12 +91,12 @@ def _flow_child(q, d, L, solver, steps, seed, backend):
         task = SameDifferent(d=d, L=L, seed=0)
         xt, _ = task.sample_test(N_PRED, seed=99)
         t0 = time.perf_counter()
-        r = lazy_limit(task, "logistic_flow", solver=solver, steps=steps, seed=seed, test_x=xt,
+        r = lazy_limit(task, method, solver=solver, steps=steps, seed=seed, test_x=xt,
                        backend=backend)
         wall = time.perf_counter() - t0
         q.put({"wall_s": wall, "solver_info": r.solver_info, "test_accuracy": r.test_accuracy,
                "best_test_accuracy": r.best_test_accuracy,
-               "history": r.history["test_accuracy"], "predictions": r.predictions.tolist(),
+               "history": r.history.get("test_accuracy"), "predictions": r.predictions.tolist(),
                "peak_rss_mib": _peak_mib(), "baseline_rss_mib": base})
     except Exception as exc:  # noqa: BLE001 - reported in the table
         q.put({"error": f"{type(exc).__name__}: {exc}"})
@@ -178,6 +184,26 @@ def accuracy_table(Ls=(8, 16, 32, 64), ds=(8, 32, 256)):
     return rows
 
 
+def crossover_table(steps, repeats, backend, Ls=(32, 48, 64, 96), ds=(8, 32, 256)):
+    """Rows of the ``--crossover`` table, as they are measured: dense against kron."""
+    from fastsd.kernels.solvers import SolveSize, choose_solver
+
+    for method in ("logistic_flow", "regression"):
+        for d in ds:
+            for L in Ls:
+                best = {}
+                for _ in range(repeats):
+                    for solver in ("dense", "kron"):
+                        res = _in_child(_flow_child, d, L, solver, steps, 1, backend, method)
+                        if "error" in res:
+                            raise RuntimeError(res["error"])
+                        best[solver] = min(best.get(solver, math.inf), res["wall_s"])
+                size = SolveSize(P=L * L, L=L, all_pairs=True, max_bytes=8 << 30, method=method,
+                                 d=d)
+                yield {"method": method, "d": d, "L": L, "dense_s": best["dense"],
+                       "kron_s": best["kron"], "auto": choose_solver("auto", size).name}
+
+
 def _in_child(target, *args):
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -201,9 +227,22 @@ def main():
     ap.add_argument("--out", default=os.path.join(OUT_DIR, "bench_kron.jsonl"))
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda", "numpy"),
                     help="backend of the flow runs (the product table is always cpu)")
+    ap.add_argument("--crossover", action="store_true",
+                    help="only dense against kron where solver='auto' chooses (d = 8, 32, 256; "
+                         "L = 32..96; flow and regression)")
     ap.add_argument("--accuracy", action="store_true",
                     help="only the products' accuracy table (L = 8..64, d = 8, 32, 256)")
     args = ap.parse_args()
+    if args.crossover:
+        print(f"CPU: {machine_info().get('cpu_model')}; {args.steps} flow steps, best of "
+              f"{args.repeats}, backend {args.backend}")
+        print(f"{'method':<14} {'d':>4} {'L':>4} {'dense s':>8} {'kron s':>8} {'dense/kron':>10} "
+              f"{'auto':>6}")
+        for r in crossover_table(args.steps, args.repeats, args.backend):
+            print(f"{r['method']:<14} {r['d']:4d} {r['L']:4d} {r['dense_s']:8.2f} "
+                  f"{r['kron_s']:8.2f} {r['dense_s'] / r['kron_s']:10.2f} {r['auto']:>6}",
+                  flush=True)
+        return
     if args.accuracy:
         print(f"{'d':>4} {'L':>4} {'R':>4} {'bound':>9} {'err f64':>9} {'err f32':>9} "
               f"{'dense f32':>9}")
