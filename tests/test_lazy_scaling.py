@@ -4,6 +4,8 @@ Accuracy(d, L) = 0.5 + 0.5 tanh(log(L / L*(d))) with L*(d) = 3 d^b, per-seed noi
 added; the fit must recover b, its bootstrap interval must cover b and shrink with
 the noise, and collapse to the point when the seeds agree.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,33 @@ def test_the_example_bisection_brackets_the_first_crossing(L_star, tmp_path, mon
     else:
         assert 64 not in out["L_star"]
     assert len(open(tmp_path / "out.jsonl").read().splitlines()) == len(recs)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--ds", "0"], "--ds must be integers >= 1; got 0"),
+    (["--L-range", "100", "10"], "--L-range must be LO HI with 1 <= LO <= HI; got 100 10"),
+    (["--L-range", "0", "10"], "--L-range must be LO HI with 1 <= LO <= HI; got 0 10"),
+    (["--seeds", "0", "0"], "--seeds must be distinct integers >= 0; got 0 0"),
+    (["--level", "2"], r"--level must be an accuracy in \(0.5, 1\); got 2.0"),
+    (["--workers", "0"], "--workers must be an integer >= 1; got 0")])
+def test_the_example_refuses_bad_arguments_before_running(argv, message, monkeypatch, capsys):
+    ex = _example()
+    monkeypatch.setattr(ex, "search", lambda *a: pytest.fail("ran"))
+    monkeypatch.setattr("sys.argv", ["lazy_d2_scaling.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        ex.main()
+    assert stop.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_the_example_quick_keeps_the_ds_asked_for(tmp_path, monkeypatch, capsys):
+    from concurrent.futures import ThreadPoolExecutor
+    ex = _example()
+    asked = []
+    monkeypatch.setattr(ex, "ProcessPoolExecutor", ThreadPoolExecutor)
+    monkeypatch.setattr(ex, "search", lambda d, grid, seeds, level, steps, out, done:
+                        asked.append((d, steps, grid[0], grid[-1])) or [])
+    monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "32",
+                                     "--out", str(tmp_path / "q.jsonl")])
+    ex.main()
+    assert sorted(asked) == [(16, 5000, 8, 476), (32, 5000, 8, 476)]
