@@ -19,6 +19,15 @@ Run from the repository root::
     python bench/bench_paths.py                       # the full grid, ~5-10 min on 2 cores
     python bench/bench_paths.py --Ls 64,256 --ds 256  # part of it
     python bench/bench_paths.py --costs fallback      # judge the shipped prices
+    git worktree add /tmp/before <rev>
+    python bench/bench_paths.py --against /tmp/before # before and after, in one run
+
+``--against DIR`` times another checkout of fastsd in the same run: a child
+process imports fastsd from DIR (its cost model from its own calibration,
+kept apart under ``--against-cache``), and its two paths' runs take turns
+with this checkout's, so that both tables share the machine's state. The
+extra columns give the other checkout's auto path, its time and how many
+times faster this checkout's auto is.
 
 It prints the table and appends one JSON line per cell to
 ``bench/out/bench_paths.jsonl``. A benchmark, not a test: it asserts nothing.
@@ -30,7 +39,54 @@ import os
 import platform
 import sys
 import time
+import subprocess
 import uuid
+
+#: The child of ``--against``: times the other checkout's engines on request (one JSON line
+#: in, one out), on one thread, loading each (path, L, d)'s kernels once.
+_CHILD = r"""
+import json, os, sys
+import fastsd
+from fastsd.mlp import costs
+from fastsd.scan.executors import thread_limit
+print(json.dumps({"fastsd": os.path.dirname(fastsd.__file__)}), flush=True)
+model, runs = None, {}
+for line in sys.stdin:
+    q = json.loads(line)
+    if model is None:
+        model = costs.load("cpu", q["dtype"])
+    key = (q["path"], q["L"], q["d"])
+    with thread_limit(1):
+        if key not in runs:
+            runs[key] = costs.step_timer(q["path"], L=q["L"], d=q["d"], width=q["width"],
+                                         batch_size=q["batch_size"], models=q["models"],
+                                         dtype=q["dtype"])
+            runs[key](1)
+        seconds = runs[key](q["steps"]) / q["steps"]
+    auto = model.choose(L=q["L"], input_dim=2 * q["d"], width=q["width"],
+                        batch_size=q["batch_size"])
+    print(json.dumps({"seconds": seconds, "auto": auto}), flush=True)
+"""
+
+
+class _Against:
+    """Another checkout's engines, timed in a child process (``--against``)."""
+
+    def __init__(self, folder, cache):
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(folder), "XDG_CACHE_HOME": cache}
+        self.proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env,
+                                     cwd=os.path.abspath(folder))
+        self.where = json.loads(self.proc.stdout.readline())["fastsd"]
+
+    def time(self, **query):
+        self.proc.stdin.write(json.dumps(query) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def _ints(text):
@@ -53,6 +109,11 @@ def main(argv=None):
     ap.add_argument("--costs", default="auto", choices=("auto", "fallback"),
                     help="the cost model auto uses: this machine's calibration where stored "
                          "(auto), or the shipped prices (fallback)")
+    ap.add_argument("--against", metavar="DIR",
+                    help="another checkout of fastsd to time side by side (before/after)")
+    ap.add_argument("--against-cache", default=os.path.join("bench", "out", "against-cache"),
+                    help="XDG_CACHE_HOME of the --against child: its calibration (run "
+                         "`fastsd calibrate` there first under the same variable) and kernels")
     ap.add_argument("--out", default=os.path.join("bench", "out", "bench_paths.jsonl"))
     args = ap.parse_args(argv)
 
@@ -68,9 +129,14 @@ def main(argv=None):
           f"{machine['load_average'][0]:.2f}; one thread; {args.models} models of one seed, "
           f"m = {args.width}, B = {args.batch_size}, {args.dtype}")
     print(f"cost model: {model.describe()}")
+    against = _Against(args.against, os.path.abspath(args.against_cache)) if args.against else None
+    if against:
+        print(f"against: fastsd at {against.where}")
     print(f"best of {args.repeats} alternating runs per path; ms per ensemble step")
     head = (f"{'L':>5} {'d':>5} {'steps':>5} {'auto':>6} {'auto ms':>9} {'other ms':>9} "
             f"{'pred dense':>10} {'pred sym':>9} {'auto/best':>9} {'shipped':>7}")
+    if against:
+        head += f" {'before':>7} {'b. auto ms':>10} {'b. other ms':>11} {'speedup':>7}"
     print(head)
     print("-" * len(head))
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
@@ -86,19 +152,31 @@ def main(argv=None):
                                         batch_size=args.batch_size, models=args.models,
                                         dtype=args.dtype) for p in costs.PATHS}
             best = {p: float("inf") for p in costs.PATHS}
+            before, before_auto = {p: float("inf") for p in costs.PATHS}, None
             with thread_limit(1):
                 for p in costs.PATHS:
                     runs[p](1)                  # load the kernels
                 for _ in range(args.repeats):
                     for p in costs.PATHS:
                         best[p] = min(best[p], runs[p](steps[p]) / steps[p])
+                        if against:
+                            got = against.time(path=p, L=L, d=d, width=args.width,
+                                               batch_size=args.batch_size, models=args.models,
+                                               dtype=args.dtype, steps=steps[p])
+                            before[p] = min(before[p], got["seconds"])
+                            before_auto = got["auto"]
             other = "symbol" if auto == "dense" else "dense"
             ratio = best[auto] / min(best.values())
             worst = ratio if worst is None else max(worst, ratio)
-            print(f"{L:>5} {d:>5} {min(steps.values()):>5} {auto:>6} {best[auto] * 1e3:>9.2f} "
-                  f"{best[other] * 1e3:>9.2f} {pred['dense'] * 1e3:>10.2f} "
-                  f"{pred['symbol'] * 1e3:>9.2f} {ratio:>9.2f} {shipped.choose(**sizes):>7}",
-                  flush=True)
+            line = (f"{L:>5} {d:>5} {min(steps.values()):>5} {auto:>6} {best[auto] * 1e3:>9.2f} "
+                    f"{best[other] * 1e3:>9.2f} {pred['dense'] * 1e3:>10.2f} "
+                    f"{pred['symbol'] * 1e3:>9.2f} {ratio:>9.2f} {shipped.choose(**sizes):>7}")
+            if against:
+                b_other = "symbol" if before_auto == "dense" else "dense"
+                line += (f" {before_auto:>7} {before[before_auto] * 1e3:>10.2f} "
+                         f"{before[b_other] * 1e3:>11.2f} "
+                         f"{before[before_auto] / best[auto]:>7.2f}")
+            print(line, flush=True)
             record = {"run_id": run_id, "time": datetime.datetime.now(
                 datetime.timezone.utc).isoformat(timespec="seconds"), "L": L, "d": d,
                 "width": args.width, "models": args.models, "batch_size": args.batch_size,
@@ -106,8 +184,13 @@ def main(argv=None):
                 "predicted": pred, "auto": auto, "auto_over_best": ratio,
                 "shipped": shipped.choose(**sizes),
                 "cost_model": model.describe(), "machine": machine}
+            if against:
+                record["against"] = {"fastsd": against.where, "auto": before_auto,
+                                     "seconds_per_step": before}
             with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record, sort_keys=True) + "\n")
+    if against:
+        against.close()
     print(f"worst auto/best: {worst:.2f} (target <= 1.10); {time.perf_counter() - start:.0f} s")
 
 

@@ -130,9 +130,16 @@ def fastsd_runner(d, m, L, *, backend, path=None, ensemble=1, sigma2=0.0):
 
 
 # ----------------------------------------------------------------- torch ---
-def torch_runner(d, m, L, *, compiled):
+def torch_runner(d, m, L, *, compiled, sigma2=0.0, batch=None):
+    """Return run(N) -> (seconds, model-steps) for one PyTorch model (eager or compiled).
+
+    ``sigma2 > 0``: the symbols of each pair carry fresh noise N(0, sigma2 I / d)
+    every step, as fastsd's noisy task.
+    """
     import torch
     torch.set_num_threads(THREADS or 2)
+    BATCH = batch or globals()["BATCH"]
+    noise = math.sqrt(sigma2 / d)
     g = torch.Generator().manual_seed(0)
     p = 2 * d
     S = torch.randn(L, d, generator=g) / math.sqrt(d)
@@ -159,6 +166,8 @@ def torch_runner(d, m, L, *, compiled):
         off = torch.randint(1, L, (BATCH,), generator=rng)
         v = torch.where(same, u, (u + off) % L)
         X = torch.cat([S[u], S[v]], dim=1)
+        if noise:
+            X = X + noise * torch.randn(BATCH, p, generator=rng)
         opt.zero_grad(set_to_none=True)
         loss = fwd(W, a, X, y)
         loss.backward()
@@ -184,35 +193,57 @@ def torch_runner(d, m, L, *, compiled):
 
 
 # ------------------------------------------------------------------- jax ---
-def jax_runner(d, m, L, *, scan_chunk=None):
+def jax_runner(d, m, L, *, scan_chunk=None, sigma2=0.0, batch=None, ensemble=None):
+    """Return run(N) -> (seconds, model-steps) for one JAX model (a jitted step per Python
+    iteration, or ``scan_chunk`` steps per call); ``sigma2`` as ``torch_runner``.
+
+    ``ensemble=E``: E independent models (own initialisation and batches) in one jitted
+    step under ``jax.vmap``, the JAX way to train an ensemble.
+    """
     import jax
     import jax.numpy as jnp
+    BATCH = batch or globals()["BATCH"]
+    E = ensemble or 1
+    noise = math.sqrt(sigma2 / d)
     key = jax.random.PRNGKey(0)
     k1, k2, k3, key = jax.random.split(key, 4)
     p = 2 * d
     S = jax.random.normal(k1, (L, d), jnp.float32) / math.sqrt(d)
-    W0 = jax.random.normal(k2, (m, p), jnp.float32) / math.sqrt(m)
-    a0 = jax.random.normal(k3, (m,), jnp.float32) / math.sqrt(m)
+    W0 = jax.random.normal(k2, (E, m, p), jnp.float32) / math.sqrt(m)
+    a0 = jax.random.normal(k3, (E, m), jnp.float32) / math.sqrt(m)
+    keys = jax.random.split(key, E)
     scale = 1.0 / (GAMMA * math.sqrt(d))
     lr = GAMMA ** 2 * d * ALPHA0
     y = jnp.zeros(BATCH, jnp.float32).at[: BATCH // 2].set(1.0)
     same = y > 0.5
 
-    def loss_fn(W, a, X):
+    def loss_fn(W, a, X, W0, a0):
         f = (jax.nn.relu(X @ W.T) @ a - jax.nn.relu(X @ W0.T) @ a0) * scale
         # BCE with logits: softplus((1 - 2y) f)
         return jnp.mean(jax.nn.softplus((1.0 - 2.0 * y) * f))
 
-    def step(W, a, key):
-        key, ku, ko = jax.random.split(key, 3)
+    def model_step(W, a, key, W0, a0):
+        key, ku, ko, kn = jax.random.split(key, 4)
         u = jax.random.randint(ku, (BATCH,), 0, L)
         off = jax.random.randint(ko, (BATCH,), 1, L)
         v = jnp.where(same, u, (u + off) % L)
         X = jnp.concatenate([S[u], S[v]], axis=1)
-        loss, (gW, ga) = jax.value_and_grad(loss_fn, argnums=(0, 1))(W, a, X)
+        if noise:
+            X = X + noise * jax.random.normal(kn, (BATCH, p), jnp.float32)
+        loss, (gW, ga) = jax.value_and_grad(loss_fn, argnums=(0, 1))(W, a, X, W0, a0)
         return W - lr * gW, a - lr * ga, key, loss
 
-    state = {"W": W0 + 0.0, "a": a0 + 0.0, "key": key}
+    if ensemble:
+        vstep = jax.vmap(model_step)
+
+        def step(W, a, key):
+            W, a, key, loss = vstep(W, a, key, W0, a0)
+            return W, a, key, jnp.mean(loss)
+        state = {"W": W0 + 0.0, "a": a0 + 0.0, "key": keys}
+    else:
+        def step(W, a, key):
+            return model_step(W, a, key, W0[0], a0[0])
+        state = {"W": W0[0] + 0.0, "a": a0[0] + 0.0, "key": keys[0]}
     info = {"devices": [str(dv) for dv in jax.devices()]}
 
     if scan_chunk is None:
@@ -246,7 +277,7 @@ def jax_runner(d, m, L, *, scan_chunk=None):
         el = time.perf_counter() - t
         state.update(W=W, a=a, key=key)
         info["final_train_loss"] = loss
-        return el, done
+        return el, done * E
 
     t = time.perf_counter()
     run(2)
@@ -343,6 +374,8 @@ def build_methods(args):
         import torch  # noqa: F401
         methods.append((REF_TORCH, "torch",
                         lambda d, m, L: torch_runner(d, m, L, compiled=False), 1))
+        methods.append(("torch-eager-noisy", "torch",
+                        lambda d, m, L: torch_runner(d, m, L, compiled=False, sigma2=0.1), 1))
         if args.no_compile:
             notes.append("torch.compile skipped (--no-compile)")
         else:
@@ -353,6 +386,10 @@ def build_methods(args):
     try:
         import jax  # noqa: F401
         methods.append((REF_JAX, "jax", lambda d, m, L: jax_runner(d, m, L), 1))
+        methods.append(("jax-jit-noisy", "jax", lambda d, m, L: jax_runner(d, m, L, sigma2=0.1),
+                        1))
+        methods.append((f"jax-vmap{ENSEMBLE}", "jax",
+                        lambda d, m, L: jax_runner(d, m, L, ensemble=ENSEMBLE), ENSEMBLE))
         methods.append(("jax-scan", "jax",
                         lambda d, m, L: jax_runner(d, m, L, scan_chunk=args.scan_chunk), 1))
     except ImportError as exc:

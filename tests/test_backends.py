@@ -198,6 +198,19 @@ def test_backends_match_reference_float32(d, L, width, batch_size, gamma, sigma2
     run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, "float32")
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("L, batch_size, gamma", [(40, 16, 1.0), (24, 64, 0.3), (33, 32, "lazy")])
+def test_symbol_path_at_larger_L_matches_reference(L, batch_size, gamma, dtype):
+    # The symbol path updates Q = K C by a GEMM over a batch's distinct symbols on each side:
+    # a few of the L at L = 40, B = 16, nearly all of them (with repeats) at L = 24, B = 64.
+    task = SameDifferent(d=12, L=L, seed=3)
+    g = lazy_gamma(12) if gamma == "lazy" else gamma
+    kw = dict(width=24, steps=100, batch_size=batch_size, eval_every=50, n_test=64)
+    R = reference_run(task, g, 7, **kw)
+    r = train(task, g, seed=7, backend="cpu", path="symbol", dtype=dtype, **kw)
+    check_against_reference(r, R, dtype, label=f"symbol/{dtype}/L={L}")
+
+
 @pytest.mark.parametrize("path", ["dense", "symbol"])
 @pytest.mark.parametrize("d, L, width, batch_size, seed", [
     (8, 4, 16, 16, 0), (8, 2, 1, 12, 336), (3, 6, 5, 8, 9)])
@@ -406,20 +419,24 @@ def test_engine_calls_of_any_length_give_the_same_bits(monkeypatch):
         assert_results_equal(a, b)
 
 
+@pytest.mark.parametrize("L", [None, 96])
 @pytest.mark.parametrize("path", ["dense", "symbol"])
-def test_result_independent_of_thread_count(path):
+def test_result_independent_of_thread_count(path, L):
+    # Numba's and BLAS's threads (both paths call BLAS: the dense path's GEMMs, the symbol
+    # path's update of Q inside its kernel); L = 96 makes those GEMMs large enough to split.
+    from fastsd.scan.executors import thread_limit
+
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba is limited to one thread here (NUMBA_NUM_THREADS < 2)")
-    tasks = mixed_tasks()
+    tasks = mixed_tasks() if L is None else [SameDifferent(d=32, L=L, seed=s) for s in (1, 2)]
+    gammas, seeds = (MIXED_GAMMAS, MIXED_SEEDS) if L is None else ([1.0, 0.1], [3, 4])
     kw = dict(ENSEMBLE, backend="cpu", path=path, dtype="float32")
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        r1 = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
-        numba.set_num_threads(2)
-        r2 = train_ensemble(tasks, MIXED_GAMMAS, MIXED_SEEDS, **kw)
-    finally:
-        numba.set_num_threads(before)
+    if L is not None:
+        kw.update(width=256, batch_size=128, steps=40)
+    with thread_limit(1):
+        r1 = train_ensemble(tasks, gammas, seeds, **kw)
+    with thread_limit(2):
+        r2 = train_ensemble(tasks, gammas, seeds, **kw)
     for a, b in zip(r1, r2):
         assert_results_equal(a, b)
 

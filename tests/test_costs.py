@@ -37,7 +37,7 @@ SIZES = st.fixed_dictionaries({"L": st.integers(2, 4096), "input_dim": st.intege
                                "width": st.integers(1, 8192), "batch_size": st.integers(1, 1024),
                                "models": st.integers(1, 64)})
 PRICES = st.dictionaries(st.sampled_from(["step", "model", "unit", "input", "weights", "gemm",
-                                          "draw", "pair", "update", "gram", "flop"]),
+                                          "draw", "pair", "update", "rows", "flop"]),
                          st.floats(0, 1e-3), min_size=1)
 MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
           costs.fallback("cuda", "float32")]

@@ -204,7 +204,8 @@ class SymbolEngine(_DisplacementEngine):
 
     def _dwT(self):
         St = self.S.transpose(0, 2, 1)
-        return np.concatenate([np.matmul(St, self.C1), np.matmul(St, self.C2)], axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):  # divergence: TrainResult.diverged
+            return np.concatenate([np.matmul(St, self.C1), np.matmul(St, self.C2)], axis=1)
 
     def _displacement_preactivations(self, X, sources):
         # x . dw_i = [x1 S^T, x2 S^T] [C1; C2]: O(n L (d + m)) instead of O(n d m). The
@@ -279,10 +280,10 @@ def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
     task, whose h0 is a lookup, three when the inputs are drawn each step)
     and, for drawn inputs (noise, images), the drawn elements ("draw").
     Symbol path (``symbol_chunk``), per model: the expected distinct pairs of
-    a batch times m ("pair": forward and backward), the rows of Q = K C
-    updated, L times the distinct symbols of a batch's side times m, on both
-    sides ("update"), and the 2 L x L entries of K that the update visits
-    ("gram"). "step" is the work shared by the ensemble's models.
+    a batch times m ("pair": forward and backward), the multiply-adds of the
+    GEMMs that update Q = K C, L times the distinct symbols of a batch's side
+    times m, on both sides ("update"), and the 2 L x m entries of Q they add
+    to ("rows"). "step" is the work shared by the ensemble's models.
 
     Parameters
     ----------
@@ -306,7 +307,7 @@ def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
                 "draw": M * B * p if drawn else 0.0}
     pairs = _distinct(L, B / 2) + _distinct(L * (L - 1), B / 2)
     return {"step": 1.0, "model": M, "pair": M * pairs * m,
-            "update": M * 2 * L * _distinct(L, B) * m, "gram": M * 2 * L * L}
+            "update": M * 2 * L * _distinct(L, B) * m, "rows": M * 2 * L * m}
 
 
 def eval_features(input_dim, width, n_test, models=1, sources=1):
@@ -334,50 +335,51 @@ CALIBRATION = (
     ("symbol", 4, 16, 32, 8, 1, False), ("symbol", 4, 16, 32, 8, 4, False),
     ("symbol", 16, 16, 1024, 128, 1, False), ("symbol", 8, 16, 2048, 256, 1, False),
     ("symbol", 64, 16, 1024, 128, 1, False), ("symbol", 256, 16, 1024, 128, 1, False),
+    ("symbol", 256, 16, 1024, 128, 6, False),
     ("symbol", 1024, 16, 1024, 128, 1, False), ("symbol", 1024, 16, 256, 32, 1, False),
     ("symbol", 2048, 16, 128, 8, 1, False),
 )
 
 #: Seconds per unit of each path's features on one thread, fitted (``fastsd.mlp.costs.fit``)
-#: to the fastest of four runs of ``CALIBRATION`` on the 2-core development machine (AMD
-#: EPYC, AVX2, SciPy's OpenBLAS; 2026-12-01); used where this machine has no calibration of
+#: to the fastest of five runs of ``CALIBRATION`` on the 2-core development machine (Intel
+#: Xeon, AVX-512, SciPy's OpenBLAS; 2026-12-02); used where this machine has no calibration of
 #: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
-#: up to L = 123 at d = 64, 309 at d = 256 and 958 at d = 1024.
-FALLBACK_MACHINE = {"cpu": "AMD EPYC", "cores": 2, "measured": "2026-12-01"}
+#: up to L = 213 at d = 64, 592 at d = 256 and 2089 at d = 1024.
+FALLBACK_MACHINE = {"cpu": "Intel Xeon", "cores": 2, "measured": "2026-12-02"}
 FALLBACK_PRICES = {
     "float32": {
-        "dense": {"step": 3.631e-06, "model": 1.251e-05, "unit": 1.816e-09, "input": 5.7e-10,
-                  "weights": 6.034e-10, "gemm": 1.862e-11, "draw": 8.965e-09},
-        "symbol": {"step": 1.72e-07, "model": 6.21e-07, "pair": 5.661e-10, "update": 4.35e-11,
-                   "gram": 7.405e-10}},
+        "dense": {"step": 5.244e-06, "model": 1.097e-05, "unit": 2.397e-09, "input": 5.103e-10,
+                  "weights": 9.93e-10, "gemm": 1.606e-11, "draw": 9.012e-09},
+        "symbol": {"step": 1.995e-07, "model": 7.875e-07, "pair": 7.788e-10,
+                   "update": 1.806e-11, "rows": 3.433e-10}},
     "float64": {
-        "dense": {"step": 4.597e-06, "model": 1.142e-05, "unit": 3.486e-09, "input": 0.0,
-                  "weights": 1.045e-09, "gemm": 3.853e-11, "draw": 1.432e-08},
-        "symbol": {"step": 1.666e-07, "model": 6.345e-07, "pair": 1.304e-09, "update": 9.126e-11,
-                   "gram": 1.023e-09}},
+        "dense": {"step": 5.777e-06, "model": 1.06e-05, "unit": 3.884e-09, "input": 2.532e-09,
+                  "weights": 1.21e-09, "gemm": 2.686e-11, "draw": 1.033e-08},
+        "symbol": {"step": 3.03e-07, "model": 4.834e-07, "pair": 1.51e-09,
+                   "update": 3.626e-11, "rows": 9.795e-10}},
 }
 
 #: What the shipped prices are checked against (tests/test_costs.py): seconds per step of 6
 #: models of one seed, m = 1024, B = 128, float32, one thread, on each path, timed side by
-#: side by bench/bench_paths.py on the development machine (busy with other jobs; the
-#: fastest of 3 to 8 alternating runs over 4 runs of the bench, 2026-12-01), by (L, d).
+#: side by bench/bench_paths.py on the development machine (quiet; the fastest of 3
+#: alternating runs, 2026-12-02), by (L, d).
 FALLBACK_CHECK = {"models": 6, "width": 1024, "batch_size": 128, "points": {
-    (16, 64): {"dense": 6.58e-3, "symbol": 0.40e-3},
-    (64, 64): {"dense": 6.67e-3, "symbol": 2.29e-3},
-    (128, 64): {"dense": 7.47e-3, "symbol": 6.78e-3},
-    (256, 64): {"dense": 6.81e-3, "symbol": 20.74e-3},
-    (512, 64): {"dense": 7.84e-3, "symbol": 44.92e-3},
-    (1024, 64): {"dense": 7.43e-3, "symbol": 102.06e-3},
-    (16, 256): {"dense": 20.81e-3, "symbol": 0.38e-3},
-    (64, 256): {"dense": 22.19e-3, "symbol": 2.43e-3},
-    (128, 256): {"dense": 20.59e-3, "symbol": 7.40e-3},
-    (256, 256): {"dense": 21.23e-3, "symbol": 17.88e-3},
-    (512, 256): {"dense": 22.00e-3, "symbol": 48.69e-3},
-    (1024, 256): {"dense": 23.92e-3, "symbol": 110.29e-3},
-    (16, 1024): {"dense": 83.24e-3, "symbol": 0.44e-3},
-    (64, 1024): {"dense": 80.54e-3, "symbol": 2.59e-3},
-    (128, 1024): {"dense": 80.63e-3, "symbol": 7.64e-3},
-    (256, 1024): {"dense": 79.49e-3, "symbol": 18.48e-3},
-    (512, 1024): {"dense": 72.08e-3, "symbol": 47.88e-3},
-    (1024, 1024): {"dense": 75.15e-3, "symbol": 88.27e-3},
+    (16, 64): {"dense": 5.74e-3, "symbol": 0.44e-3},
+    (64, 64): {"dense": 5.86e-3, "symbol": 1.74e-3},
+    (128, 64): {"dense": 6.09e-3, "symbol": 3.47e-3},
+    (256, 64): {"dense": 6.20e-3, "symbol": 7.07e-3},
+    (512, 64): {"dense": 6.23e-3, "symbol": 15.05e-3},
+    (1024, 64): {"dense": 6.83e-3, "symbol": 29.15e-3},
+    (16, 256): {"dense": 19.63e-3, "symbol": 0.43e-3},
+    (64, 256): {"dense": 18.63e-3, "symbol": 1.66e-3},
+    (128, 256): {"dense": 18.75e-3, "symbol": 3.49e-3},
+    (256, 256): {"dense": 20.47e-3, "symbol": 7.06e-3},
+    (512, 256): {"dense": 20.16e-3, "symbol": 15.34e-3},
+    (1024, 256): {"dense": 20.32e-3, "symbol": 30.11e-3},
+    (16, 1024): {"dense": 74.01e-3, "symbol": 0.43e-3},
+    (64, 1024): {"dense": 75.44e-3, "symbol": 1.74e-3},
+    (128, 1024): {"dense": 74.55e-3, "symbol": 3.54e-3},
+    (256, 1024): {"dense": 73.83e-3, "symbol": 7.22e-3},
+    (512, 1024): {"dense": 73.66e-3, "symbol": 15.20e-3},
+    (1024, 1024): {"dense": 76.81e-3, "symbol": 29.37e-3},
 }}
