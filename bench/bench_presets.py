@@ -83,15 +83,28 @@ def _shape(s, predictor):
 
 
 def _peer_step_seconds(peer, shape, L, steps):
-    """Seconds per step of one peer model of ``shape`` (best of two timed runs)."""
+    """Seconds per step of one peer model of ``shape`` (best of two timed runs), on one CPU.
+
+    The calling thread is pinned to one CPU meanwhile (the peers' thread pools, created
+    here, keep that CPU: XLA keeps helper threads whatever its flags); the scan's workers,
+    started later, are not affected.
+    """
     import bench_train
+    bench_train.THREADS = 1                 # torch.set_num_threads(1) in its runner
     d, m, B, sigma2 = shape
     L = max(2, L)
-    if peer == "torch":
-        run, _ = bench_train.torch_runner(d, m, L, compiled=False, sigma2=sigma2, batch=B)
-    else:
-        run, _ = bench_train.jax_runner(d, m, L, sigma2=sigma2, batch=B)
-    return min(run(steps)[0] / steps for _ in range(2))
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    if before:
+        os.sched_setaffinity(0, {min(before)})
+    try:
+        if peer == "torch":
+            run, _ = bench_train.torch_runner(d, m, L, compiled=False, sigma2=sigma2, batch=B)
+        else:
+            run, _ = bench_train.jax_runner(d, m, L, sigma2=sigma2, batch=B)
+        return min(run(steps)[0] / steps for _ in range(2))
+    finally:
+        if before:
+            os.sched_setaffinity(0, before)
 
 
 def time_part(label, predictor, grid, args, workers):
@@ -150,10 +163,9 @@ def _fmt(seconds):
 
 
 def main(argv=None):
-    from fastsd.figures import FIGURES, get_preset
-    from fastsd.presets import Preset
+    from fastsd.figures import GRID_FIGURES, get_preset
 
-    full = [f for f in FIGURES if isinstance(get_preset(f), Preset)]
+    full = list(GRID_FIGURES)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--presets", default=",".join(full),
                     help=f"comma-separated figures (default: every grid preset: {','.join(full)})")
