@@ -130,7 +130,7 @@ def fastsd_runner(d, m, L, *, backend, path=None, ensemble=1, sigma2=0.0):
 
 
 # ----------------------------------------------------------------- torch ---
-def torch_runner(d, m, L, *, compiled, sigma2=0.0, batch=None):
+def torch_runner(d, m, L, *, compiled, sigma2=0.0, batch=BATCH):
     """Return run(N) -> (seconds, model-steps) for one PyTorch model (eager or compiled).
 
     ``sigma2 > 0``: the symbols of each pair carry fresh noise N(0, sigma2 I / d)
@@ -138,7 +138,7 @@ def torch_runner(d, m, L, *, compiled, sigma2=0.0, batch=None):
     """
     import torch
     torch.set_num_threads(THREADS or 2)
-    BATCH = batch or globals()["BATCH"]
+    BATCH = batch                       # this runner's batch size
     noise = math.sqrt(sigma2 / d)
     g = torch.Generator().manual_seed(0)
     p = 2 * d
@@ -193,7 +193,7 @@ def torch_runner(d, m, L, *, compiled, sigma2=0.0, batch=None):
 
 
 # ------------------------------------------------------------------- jax ---
-def jax_runner(d, m, L, *, scan_chunk=None, sigma2=0.0, batch=None, ensemble=None):
+def jax_runner(d, m, L, *, scan_chunk=None, sigma2=0.0, batch=BATCH, ensemble=None):
     """Return run(N) -> (seconds, model-steps) for one JAX model (a jitted step per Python
     iteration, or ``scan_chunk`` steps per call); ``sigma2`` as ``torch_runner``.
 
@@ -202,7 +202,7 @@ def jax_runner(d, m, L, *, scan_chunk=None, sigma2=0.0, batch=None, ensemble=Non
     """
     import jax
     import jax.numpy as jnp
-    BATCH = batch or globals()["BATCH"]
+    BATCH = batch                       # this runner's batch size
     E = ensemble or 1
     noise = math.sqrt(sigma2 / d)
     key = jax.random.PRNGKey(0)

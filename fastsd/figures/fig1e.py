@@ -5,8 +5,8 @@ The paper uses finite networks (m = 4096, gamma = 1e-5) on d, L in 128..1024
 gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``, logistic
 flow over all L^2 ordered pairs, solver "kron" as "auto" takes it: 15-21 s
 at L = 256 and 6-9 min at L = 1024 on 2 cores, bench/bench_kron.py), on the
-paper's grid (``paper_lattice``), with finite gamma ~ 0 networks (m = 4096) on a few of the same cells (same symbols) to
-compare. ``lazy_scaling`` reads L*(d) off the heatmap and fits L* ~ d^b with a
+paper's grid (``paper_lattice``), with finite gamma ~ 0 networks (m = 4096) on
+a few of the same cells (same symbols) to compare. ``lazy_scaling`` reads L*(d) off the heatmap and fits L* ~ d^b with a
 bootstrap confidence interval.
 """
 import numpy as np

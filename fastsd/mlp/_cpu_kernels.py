@@ -23,11 +23,11 @@ update of Q, is a BLAS GEMM.
 
 All kernels loop over a leading model axis with ``prange``; each model runs
 on one thread, so its arithmetic is the same whatever the number of models or
-threads. (The symbol path's GEMM calls BLAS from inside that loop; OpenBLAS
+threads. The symbol path's GEMM calls BLAS from inside that loop; OpenBLAS
 splits a GEMM's output among its threads, not its sums, so its bits do not
-depend on BLAS's threads either: tests/test_backends.py.) (Spreading one model over threads, phase by phase, cost more in
-synchronisation than it saved at these sizes, and two one-thread processes
-beat one two-thread process here.)
+depend on BLAS's threads either (tests/test_backends.py). (Spreading one model
+over threads, phase by phase, cost more in synchronisation than it saved at
+these sizes, and two one-thread processes beat one two-thread process here.)
 """
 
 import numba as nb
@@ -219,6 +219,18 @@ def distinct_pairs(u, v, L, first, count, n_distinct):
         n_distinct[t] = i
 
 
+@nb.njit(inline="always")
+def _take_slot(slot, rows, D, side, sym, n):
+    """Give symbol ``sym`` a zeroed gradient row on ``side`` if it has none; returns the
+    number of rows in use."""
+    if slot[side, sym] < 0:
+        slot[side, sym] = n
+        rows[side, n] = sym
+        D[side, n, :] = 0
+        n += 1
+    return n
+
+
 @_jitcache.njit(fastmath=_FASTMATH)
 def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, s, lr,
                  D, rows, slot, Kg, KD, gda, h, g):
@@ -258,16 +270,8 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
         lsum += c * _bce(f, y[b])
         csum += c * ((f > 0) == (y[b] > 0.5))
         ef = h.dtype.type(-lr * c * (_sigmoid(f) - y[b]) * s / B)
-        if slot[0, p] < 0:
-            slot[0, p] = n1
-            rows[0, n1] = p
-            D[0, n1, :] = 0
-            n1 += 1
-        if slot[1, q] < 0:
-            slot[1, q] = n2
-            rows[1, n2] = q
-            D[1, n2, :] = 0
-            n2 += 1
+        n1 = _take_slot(slot, rows, D, 0, p, n1)
+        n2 = _take_slot(slot, rows, D, 1, q, n2)
         d1, d2 = D[0, slot[0, p]], D[1, slot[1, q]]
         for i in range(m):              # backward: one pass for both rows and the readout
             hi = h[i]
