@@ -116,6 +116,9 @@ def main(argv=None):
                          "`fastsd calibrate` there first under the same variable) and kernels")
     ap.add_argument("--out", default=os.path.join("bench", "out", "bench_paths.jsonl"))
     args = ap.parse_args(argv)
+    if args.against and not os.path.isfile(os.path.join(args.against, "fastsd", "__init__.py")):
+        ap.error(f"--against must be a checkout of fastsd (a folder holding fastsd/__init__.py); "
+                 f"got {args.against!r}")
 
     from fastsd.mlp import costs
     from fastsd.scan.executors import thread_limit
