@@ -116,6 +116,9 @@ def main(argv=None):
                          "`fastsd calibrate` there first under the same variable) and kernels")
     ap.add_argument("--out", default=os.path.join("bench", "out", "bench_paths.jsonl"))
     args = ap.parse_args(argv)
+    if args.repeats < 1 or args.steps < 1 or not args.max_seconds > 0:
+        ap.error(f"--repeats and --steps must be integers >= 1 and --max-seconds > 0; got "
+                 f"{args.repeats}, {args.steps}, {args.max_seconds}")
     if args.against and not os.path.isfile(os.path.join(args.against, "fastsd", "__init__.py")):
         ap.error(f"--against must be a checkout of fastsd (a folder holding fastsd/__init__.py); "
                  f"got {args.against!r}")

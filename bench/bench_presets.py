@@ -174,7 +174,8 @@ def main(argv=None):
     ap.add_argument("--min-steps", type=int, default=20,
                     help="fewest steps of a sampled run (default 20)")
     ap.add_argument("--peers", default="torch,jax",
-                    help="peers timed one model at a time: torch, jax, both or none")
+                    help="peers timed one model at a time, comma-separated: torch, jax, "
+                         "torch,jax or none (default torch,jax)")
     ap.add_argument("--peer-steps", type=int, default=20,
                     help="steps of each timed peer run (default 20)")
     ap.add_argument("--run-full", default="", help="comma-separated presets also run in full")
