@@ -112,13 +112,14 @@ def software_info():
 def fastsd_engine(path):
     """A fastsd CUDA engine of MODELS models, as ``train_ensemble`` builds it."""
     import fastsd
+    from fastsd import _philox
     from fastsd._rng import train_streams
     from fastsd.mlp import _cuda
     from fastsd.mlp.model import init_params
     task = fastsd.SameDifferent(d=D, L=L_SYMBOLS, seed=0)
     streams = [train_streams(k) for k in range(MODELS)]
     params = [init_params(st["init"], WIDTH, 2 * D) for st in streams]
-    keys = [[_cuda.philox_keys([k])[0], _cuda.philox_keys([k + 1000])[0]] for k in range(MODELS)]
+    keys = [[_philox.keys([k])[0], _philox.keys([k + 1000])[0]] for k in range(MODELS)]
     cls = _cuda.DenseEngine if path == "dense" else _cuda.SymbolEngine
     return cls([task] * MODELS, params, [task.output_scale(GAMMA)] * MODELS,
                [task.learning_rate(GAMMA, ALPHA0)] * MODELS, "float32", device_keys=keys)

@@ -230,15 +230,16 @@ def _cmd_calibrate(args):
                          sort_keys=True))
         return
     print(f"{model.describe()}\nstored in {costs.cache_path(model.backend)}")
-    print(f"  {'path':<7}{'L':>6}{'d':>6}{'m':>6}{'B':>5}{'models':>7}  {'measured':>11}"
-          f"{'model':>11}")
+    print(f"  {'path':<7}{'inputs':>8}{'L':>6}{'p':>6}{'m':>6}{'B':>5}{'models':>7}  "
+          f"{'measured':>11}{'model':>11}")
     for pt in model.points:
-        sizes = {k: pt[k] for k in ("L", "input_dim", "width", "batch_size", "models", "drawn")}
+        sizes = {k: pt[k] for k in ("L", "input_dim", "width", "batch_size", "models", "inputs")}
         pred = model.step_seconds(pt["path"], **sizes)
-        print(f"  {pt['path'] + ('*' if pt['drawn'] else ''):<7}{pt['L']:>6}{pt['d']:>6}"
+        print(f"  {pt['path']:<7}{pt['inputs']:>8}{pt['L']:>6}{pt['input_dim']:>6}"
               f"{pt['width']:>6}{pt['batch_size']:>5}{pt['models']:>7}  "
               f"{pt['seconds'] * 1e3:>8.3f} ms{pred * 1e3:>8.3f} ms")
-    print("  (ms per step on one thread; * noisy inputs, drawn every step)")
+    print("  (ms per step on one thread; p: input dimension; inputs: clean symbol pairs, "
+          "noisy ones, or PSVRT images)")
     for d in (64, 256, 1024):
         L = costs.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
         print(f"  path='auto' at d = {d}, m = 1024, B = 128: symbol for L <= {L}, dense above")

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fastsd import SameDifferent, train, train_ensemble
+from fastsd import SameDifferent, _philox, train, train_ensemble
 from fastsd._rng import train_streams
 from fastsd._dispatch import FAMILIES
 from fastsd.mlp import _cpu, _cpu_kernels
@@ -66,6 +66,8 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
     blocks = [task.draw_pairs(streams["pairs"], (BatchStream.BLOCK, batch_size))
               for _ in range(-(-steps // BatchStream.BLOCK))]
     U, V, Y = (np.concatenate(column) for column in zip(*blocks))
+    # the documented noise: Philox words of (coordinate / 4, step, row), keyed by one draw
+    key = _philox.keys(streams["noise"].integers(2**64, dtype=np.uint64))
     windows = []
     t = 0
     while t < steps:
@@ -74,7 +76,10 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
         fs = np.empty((n, batch_size))
         losses = np.empty(n)
         for k in range(n):
-            x = task.training_inputs(u[k], v[k], streams["noise"])
+            x = np.concatenate([task.symbols[u[k]], task.symbols[v[k]]], axis=1)
+            if task.sigma2 > 0:
+                z = _philox.box_muller(_philox.words(key, [t + k], batch_size, 2 * d), np.float64)
+                x = x + z[0, :, :2 * d] * math.sqrt(task.sigma2 / d)
             losses[k], gw, ga, fs[k] = ref.loss_and_grads(p0.w, p0.a, w, a, x, y[k], scale)
             w = w - lr * gw
             a = a - lr * ga

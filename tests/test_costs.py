@@ -8,16 +8,17 @@ import json
 import os
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fastsd import SameDifferent, train, train_ensemble
 from fastsd.mlp import _cpu, _cuda, costs
 from fastsd.params import CALIBRATE
 
-#: Two tiny shapes per path: a calibration of a fraction of a second.
-TINY_SHAPES = (("dense", 4, 4, 8, 4, 1, False), ("dense", 4, 8, 16, 8, 2, True),
-               ("symbol", 4, 4, 8, 4, 1, False), ("symbol", 8, 4, 16, 8, 2, False))
+#: Tiny shapes, two or more per path: a calibration of a fraction of a second.
+TINY_SHAPES = (("dense", 4, 4, 8, 4, 1, "symbols"), ("dense", 4, 8, 16, 8, 2, "noise"),
+               ("dense", 4, 8, 8, 4, 1, "images"),
+               ("symbol", 4, 4, 8, 4, 1, "symbols"), ("symbol", 8, 4, 16, 8, 2, "symbols"))
 
 
 @pytest.fixture
@@ -37,7 +38,8 @@ SIZES = st.fixed_dictionaries({"L": st.integers(2, 4096), "input_dim": st.intege
                                "width": st.integers(1, 8192), "batch_size": st.integers(1, 1024),
                                "models": st.integers(1, 64)})
 PRICES = st.dictionaries(st.sampled_from(["step", "model", "unit", "input", "weights", "gemm",
-                                          "draw", "pair", "update", "rows", "flop"]),
+                                          "noise", "draw", "pair", "update", "rows",
+                                          "flop"]),
                          st.floats(0, 1e-3), min_size=1)
 MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
           costs.fallback("cuda", "float32")]
@@ -46,6 +48,8 @@ MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
 @given(sizes=SIZES, grow=st.sampled_from(["L", "input_dim", "width", "batch_size", "models"]),
        by=st.integers(1, 1000), prices=PRICES, path=st.sampled_from(["dense", "symbol"]),
        backend=st.sampled_from(["cpu", "cuda"]))
+@example(sizes={"L": 2, "input_dim": 1, "width": 1, "batch_size": 1, "models": 1}, grow="L",
+         by=1, prices={"pair": 1.0}, path="symbol", backend="cpu")    # half a draw per kind
 def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, path, backend):
     # for the shipped prices and for any non-negative ones a calibration can fit
     fitted = costs.CostModel(backend, "float32", {"dense": prices, "symbol": prices},
@@ -55,9 +59,10 @@ def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, 
         if model.backend != backend and model is not fitted:
             continue
         assert model.step_seconds(path, **bigger) >= model.step_seconds(path, **sizes)
-        if path == "dense":
-            assert (model.step_seconds(path, **sizes, drawn=True)
-                    >= model.step_seconds(path, **sizes))
+        if path == "dense":             # inputs that change every step cost more
+            for inputs in ("noise", "images"):
+                assert (model.step_seconds(path, **sizes, inputs=inputs)
+                        >= model.step_seconds(path, **sizes))
 
 
 @given(sizes=SIZES, steps=st.integers(1, 10_000), more=st.integers(1, 10_000),
@@ -128,8 +133,11 @@ def test_bad_sizes_and_paths_are_refused_by_name():
         model.step_seconds("dense", **dict(sizes, width=0))
     with pytest.raises(ValueError, match="`L` must be an integer >= 2"):
         model.step_seconds("symbol", **dict(sizes, L=1))
-    with pytest.raises(ValueError, match="`drawn` must be False on the symbol path"):
-        model.step_seconds("symbol", **sizes, drawn=True)
+    with pytest.raises(ValueError, match="`inputs` must be 'symbols' on the symbol path .*"
+                                         "got 'noise'"):
+        model.step_seconds("symbol", **sizes, inputs="noise")
+    with pytest.raises(ValueError, match="`inputs` must be one of 'symbols', 'noise', 'images'"):
+        model.step_seconds("dense", **sizes, inputs=True)
     with pytest.raises(ValueError, match="`backend` must have two training paths"):
         costs.load("numpy")
     with pytest.raises(ValueError, match="`dtype` must be one of"):

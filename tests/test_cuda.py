@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 import test_backends
+from test_philox import PHILOX_KAT, hexwords
 from scipy import stats
 from test_backends import (
     assert_results_close,
@@ -24,7 +25,7 @@ from test_backends import (
     reference_run,
 )
 
-from fastsd import SameDifferent, train, train_ensemble
+from fastsd import PSVRT, SameDifferent, _philox, train, train_ensemble
 from fastsd._dispatch import cuda_simulator, cuda_unavailable_reason
 from fastsd.mlp import _reference as ref
 
@@ -125,21 +126,6 @@ def test_row_reduction_over_several_levels():
 
 # -- on-device random numbers -------------------------------------------------------
 
-def _hexwords(s):
-    return [int(w, 16) for w in s.split()]
-
-
-# Random123 v1.14 tests/kat_vectors, "philox4x32 10": counter, key, output
-PHILOX_KAT = [
-    ("00000000 00000000 00000000 00000000", "00000000 00000000",
-     "6627e8d5 e169c58d bc57ac4c 9b00dbd8"),
-    ("ffffffff ffffffff ffffffff ffffffff", "ffffffff ffffffff",
-     "408f276d 41c83b0e a20bc7c6 6d5451fd"),
-    ("243f6a88 85a308d3 13198a2e 03707344", "a4093822 299f31d0",
-     "d16cfe09 94fdcceb 5001e420 24126ea1"),
-]
-
-
 def test_philox_known_answers():
     philox = _cuda.kernels(_cuda.SIM_THREADS, "float32").philox
 
@@ -151,17 +137,17 @@ def test_philox_known_answers():
             for j in range(4):
                 out[i, j] = r[j]
 
-    inp = np.array([_hexwords(c + " " + k) for c, k, _ in PHILOX_KAT], dtype=np.uint64)
+    inp = np.array([hexwords(c + " " + k) for c, k, _ in PHILOX_KAT], dtype=np.uint64)
     out = np.zeros((3, 4), np.uint64)
     run[1, 4](inp, out)
-    np.testing.assert_array_equal(out, np.array([_hexwords(o) for _, _, o in PHILOX_KAT]))
+    np.testing.assert_array_equal(out, np.array([hexwords(o) for _, _, o in PHILOX_KAT]))
 
 
 def test_device_pairs_are_balanced_and_uniform():
     k = _cuda.kernels(_cuda.SIM_THREADS, "float32")
     Ls = np.array([5, 2])
     M, n, B = 2, 300, 5
-    keys = _cuda.philox_keys([12345, 2**63 + 7])
+    keys = _philox.keys([12345, 2**63 + 7])
     U, V = np.zeros((M, n, B), np.int32), np.zeros((M, n, B), np.int32)
     Y = np.zeros((M, n, B))
     k.draw_pairs[(M * B + 3) // 4, 4](Ls, 11, keys, U, V, Y)
@@ -193,7 +179,7 @@ def test_device_noise_is_standard_normal():
     S = np.zeros((M, 2, p // 2))
     U = V = np.zeros((M, 1, B), np.int32)
     std = np.array([1.0])
-    keys = _cuda.philox_keys([99])
+    keys = _philox.keys([99])
     draws = []
     for step in range(steps):
         X = np.full((M, B, p), np.nan)
@@ -204,6 +190,20 @@ def test_device_noise_is_standard_normal():
     assert stats.kstest(z, "norm").pvalue > 1e-3
     assert abs(np.corrcoef(z[:-1], z[1:])[0, 1]) < 4 / math.sqrt(z.size)
     assert len(np.unique(z)) == z.size       # no repeated counters across steps, rows, lanes
+    # the host's counter-based stream: the same numbers for the same key and steps
+    host = _philox.box_muller(_philox.words(keys[0], np.arange(steps), B, p), np.float64)
+    np.testing.assert_allclose(z, host[..., :p].ravel(), rtol=1e-13, atol=1e-13)
+
+
+def test_image_task_inputs_built_on_the_host():
+    """An image task (no symbols, no counter-based noise) trains on "cuda" from inputs built
+    on the host, as on the CPU (it raised AttributeError: no 'symbols')."""
+    task = PSVRT(n_train_patterns=4, seed=0)
+    kw = dict(width=4, steps=6, batch_size=4, eval_every=3, n_test=8, seed=5,
+              dtype="float64")
+    gpu = train(task, 1.0, backend="cuda", **kw)
+    cpu = train(task, 1.0, backend="cpu", **kw)
+    assert_results_close(cpu, gpu, 1e-9)
 
 
 def test_device_batches_per_model_and_path():

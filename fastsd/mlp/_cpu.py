@@ -28,6 +28,8 @@ import math
 import numpy as np
 from scipy.linalg import blas
 
+from .. import _philox
+from .._philox import NormalStream
 from . import _cpu_kernels as kern
 from .model import Params
 
@@ -165,9 +167,12 @@ class DenseEngine(_DisplacementEngine):
         lsum = np.empty(M)
         csum = np.empty(M)
         lrs = self.lrs.astype(self.dtype)
+        drawn = _DrawnNoise(self.tasks, noise_rngs, pairs, B, p, self.dtype)
         for t in range(n):
+            drawn.inputs(t, X)
             for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
-                X[k] = task.training_inputs(u[t], v[t], rng)
+                if k not in drawn.models:
+                    X[k] = task.training_inputs(u[t], v[t], rng)
                 Y[k] = y[t]
                 if self.P0[k] is None:
                     _gemm_into(h0[k], X[k], self.w0T[k])
@@ -182,7 +187,46 @@ class DenseEngine(_DisplacementEngine):
             self.da -= grad_a
             loss[:, t] = lsum / B
             correct[:, t] = csum / B
+        drawn.advance(n)
         return loss, correct
+
+
+class _DrawnNoise:
+    """The inputs of the models whose noise is a counter-based ``NormalStream``, built here.
+
+    Per step: every such model's Box-Muller uniforms from its Philox words in one
+    kernel, the radius and direction by NumPy (``fastsd._philox.polar``, vectorised,
+    in the engine's dtype), and a fused gather of the symbols plus the scaled noise:
+    ``task.training_inputs(u, v, stream)``'s numbers, up to rounding in float32, the
+    same ones in float64.
+    """
+
+    def __init__(self, tasks, noise_rngs, pairs, B, p, dtype):
+        self.models = [k for k, r in enumerate(noise_rngs) if isinstance(r, NormalStream)]
+        self.streams = [noise_rngs[k] for k in self.models]
+        self.pairs = [pairs[k] for k in self.models]
+        self.S = [tasks[k].symbols.astype(dtype) for k in self.models]
+        self.std = [dtype.type(tasks[k].noise_std) for k in self.models]
+        self.keys = np.array([s.key for s in self.streams], dtype=np.uint64).reshape(-1, 2)
+        shape = (len(self.models), B, 2 * -(-p // 4))
+        self.U1, self.A = np.empty(shape, dtype), np.empty(shape, dtype)
+        self.scale = dtype.type(2.0 ** -_philox.UNIFORM_BITS)
+        self.angle = self.scale * dtype.type(2.0 * math.pi)
+
+    def inputs(self, t, X):
+        """Write the drawn models' inputs of step t of this call into X[k]."""
+        if not self.models:
+            return
+        kern.noise_uniforms(self.keys, np.array([s.step + t for s in self.streams]),
+                            self.scale, self.angle, self.U1, self.A)
+        r, c, s = _philox.polar(self.U1, self.A)
+        for j, k in enumerate(self.models):
+            u, v, _ = self.pairs[j]
+            kern.noisy_inputs(self.S[j], u[t], v[t], self.std[j], r[j], c[j], s[j], X[k])
+
+    def advance(self, n):
+        for s in self.streams:
+            s.advance(n)
 
 
 class SymbolEngine(_DisplacementEngine):
@@ -270,15 +314,16 @@ def _distinct(n, draws):
     return n * -math.expm1(draws * math.log1p(-1.0 / n)) if n > 1 else 1.0
 
 
-def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
+def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols"):
     """What one SGD step of ``models`` models does on ``path``, in the cost model's units.
 
     Dense path (``DenseEngine.run``), per model: the Python calls of a step
     ("model"), the fused kernel over B x m units ("unit"), the gathered inputs
     ("input"), the read-modify-write of the p x m weights ("weights"), the
     multiply-adds of the GEMMs ("gemm": two of B x p x m on a clean symbol
-    task, whose h0 is a lookup, three when the inputs are drawn each step)
-    and, for drawn inputs (noise, images), the drawn elements ("draw").
+    task, whose h0 is a lookup, three when the inputs change every step),
+    the counter-based noise drawn in the engine ("noise", the noisy task) and
+    the elements of inputs the task builds on the host ("draw", images).
     Symbol path (``symbol_chunk``), per model: the expected distinct pairs of
     a batch times m ("pair": forward and backward), the multiply-adds of the
     GEMMs that update Q = K C, L times the distinct symbols of a batch's side
@@ -292,8 +337,8 @@ def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
         Training symbols, batch size B, hidden units m and input dimension p.
     models : int, default 1
         Models trained in lockstep (on one thread).
-    drawn : bool, default False
-        Whether the inputs are drawn each step (a noisy or visual task).
+    inputs : {"symbols", "noise", "images"}, default "symbols"
+        Clean symbol pairs, noisy symbol pairs, or images built by the task.
 
     Returns
     -------
@@ -303,9 +348,12 @@ def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
     M, B, m, p = models, batch_size, width, input_dim
     if path == "dense":
         return {"step": 1.0, "model": M, "unit": M * B * m, "input": M * B * p,
-                "weights": M * p * m, "gemm": M * (3 if drawn else 2) * B * p * m,
-                "draw": M * B * p if drawn else 0.0}
-    pairs = _distinct(L, B / 2) + _distinct(L * (L - 1), B / 2)
+                "weights": M * p * m, "gemm": M * (2 if inputs == "symbols" else 3) * B * p * m,
+                "noise": M * B * p if inputs == "noise" else 0.0,
+                "draw": M * B * p if inputs == "images" else 0.0}
+    # B // 2 same pairs, the rest different (draw_pairs); whole draws, so that the count
+    # grows with L (for a fraction of a draw, n (1 - (1 - 1/n)^k) falls as n grows)
+    pairs = _distinct(L, B // 2) + _distinct(L * (L - 1), B - B // 2)
     return {"step": 1.0, "model": M, "pair": M * pairs * m,
             "update": M * 2 * L * _distinct(L, B) * m, "rows": M * 2 * L * m}
 
@@ -316,7 +364,8 @@ def eval_features(input_dim, width, n_test, models=1, sources=1):
     ``sources`` distinct test sets (one per seed of the ensemble) of ``n_test``
     pairs are drawn and multiplied by their w0 once; each model then forms
     its displacement's preactivations and its outputs. The symbol path's
-    cheaper basis for the displacement is not counted (an upper bound).
+    cheaper basis for the displacement is not counted (an upper bound). The
+    test sets are built by the task on the host ("draw").
     """
     M, m, p, n = models, width, input_dim, n_test
     return {"model": M, "unit": M * n * m, "input": M * n * p,
@@ -324,39 +373,42 @@ def eval_features(input_dim, width, n_test, models=1, sources=1):
 
 
 #: Shapes timed by ``fastsd calibrate`` (``fastsd.mlp.costs.calibrate``): (path, L, d, m,
-#: B, models, drawn), each chosen to weigh one unit of ``step_features`` more than the
+#: B, models, inputs), each chosen to weigh one unit of ``step_features`` more than the
 #: others, so that the fit can tell them apart.
 CALIBRATION = (
-    ("dense", 16, 16, 32, 8, 1, False), ("dense", 16, 16, 32, 8, 4, False),
-    ("dense", 16, 32, 2048, 128, 2, False), ("dense", 16, 64, 1024, 128, 6, False),
-    ("dense", 16, 256, 1024, 128, 6, False), ("dense", 16, 256, 128, 128, 2, False),
-    ("dense", 16, 1024, 1024, 8, 4, False), ("dense", 16, 1024, 1024, 128, 4, False),
-    ("dense", 16, 128, 512, 128, 2, True),
-    ("symbol", 4, 16, 32, 8, 1, False), ("symbol", 4, 16, 32, 8, 4, False),
-    ("symbol", 16, 16, 1024, 128, 1, False), ("symbol", 8, 16, 2048, 256, 1, False),
-    ("symbol", 64, 16, 1024, 128, 1, False), ("symbol", 256, 16, 1024, 128, 1, False),
-    ("symbol", 256, 16, 1024, 128, 6, False),
-    ("symbol", 1024, 16, 1024, 128, 1, False), ("symbol", 1024, 16, 256, 32, 1, False),
-    ("symbol", 2048, 16, 128, 8, 1, False),
+    ("dense", 16, 16, 32, 8, 1, "symbols"), ("dense", 16, 16, 32, 8, 4, "symbols"),
+    ("dense", 16, 32, 2048, 128, 2, "symbols"), ("dense", 16, 64, 1024, 128, 6, "symbols"),
+    ("dense", 16, 256, 1024, 128, 6, "symbols"), ("dense", 16, 256, 128, 128, 2, "symbols"),
+    ("dense", 16, 1024, 1024, 8, 4, "symbols"), ("dense", 16, 1024, 1024, 128, 4, "symbols"),
+    ("dense", 16, 128, 512, 128, 2, "noise"), ("dense", 16, 512, 32, 128, 2, "noise"),
+    ("dense", 16, 128, 512, 128, 2, "images"), ("dense", 16, 512, 32, 128, 2, "images"),
+    ("symbol", 4, 16, 32, 8, 1, "symbols"), ("symbol", 4, 16, 32, 8, 4, "symbols"),
+    ("symbol", 16, 16, 1024, 128, 1, "symbols"), ("symbol", 8, 16, 2048, 256, 1, "symbols"),
+    ("symbol", 64, 16, 1024, 128, 1, "symbols"), ("symbol", 256, 16, 1024, 128, 1, "symbols"),
+    ("symbol", 256, 16, 1024, 128, 6, "symbols"),
+    ("symbol", 1024, 16, 1024, 128, 1, "symbols"), ("symbol", 1024, 16, 256, 32, 1, "symbols"),
+    ("symbol", 2048, 16, 128, 8, 1, "symbols"),
 )
 
 #: Seconds per unit of each path's features on one thread, fitted (``fastsd.mlp.costs.fit``)
 #: to the fastest of five runs of ``CALIBRATION`` on the 2-core development machine (Intel
 #: Xeon, AVX-512, SciPy's OpenBLAS; 2026-12-02); used where this machine has no calibration of
 #: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
-#: up to L = 213 at d = 64, 592 at d = 256 and 2089 at d = 1024.
+#: up to L = 212 at d = 64, 568 at d = 256 and 1976 at d = 1024.
 FALLBACK_MACHINE = {"cpu": "Intel Xeon", "cores": 2, "measured": "2026-12-02"}
 FALLBACK_PRICES = {
     "float32": {
-        "dense": {"step": 5.244e-06, "model": 1.097e-05, "unit": 2.397e-09, "input": 5.103e-10,
-                  "weights": 9.93e-10, "gemm": 1.606e-11, "draw": 9.012e-09},
-        "symbol": {"step": 1.995e-07, "model": 7.875e-07, "pair": 7.788e-10,
-                   "update": 1.806e-11, "rows": 3.433e-10}},
+        "dense": {"step": 5.505e-06, "model": 9.566e-06, "unit": 2.436e-09, "input": 9.468e-10,
+                  "weights": 9.175e-10, "gemm": 1.245e-11, "noise": 1.34e-09,
+                  "draw": 6.739e-10},
+        "symbol": {"step": 1.527e-07, "model": 1.16e-06, "pair": 7.599e-10,
+                   "update": 1.541e-11, "rows": 3.352e-10}},
     "float64": {
-        "dense": {"step": 5.777e-06, "model": 1.06e-05, "unit": 3.884e-09, "input": 2.532e-09,
-                  "weights": 1.21e-09, "gemm": 2.686e-11, "draw": 1.033e-08},
-        "symbol": {"step": 3.03e-07, "model": 4.834e-07, "pair": 1.51e-09,
-                   "update": 3.626e-11, "rows": 9.795e-10}},
+        "dense": {"step": 5.61e-06, "model": 9.708e-06, "unit": 3.769e-09, "input": 2.641e-09,
+                  "weights": 1.094e-09, "gemm": 2.332e-11, "noise": 1.434e-08,
+                  "draw": 1.386e-10},
+        "symbol": {"step": 1.936e-07, "model": 8.956e-07, "pair": 1.349e-09,
+                   "update": 3.066e-11, "rows": 9.839e-10}},
 }
 
 #: What the shipped prices are checked against (tests/test_costs.py): seconds per step of 6

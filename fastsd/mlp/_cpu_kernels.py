@@ -11,7 +11,10 @@ of h0) keeps full relative precision in float32 instead of cancelling
 f(theta) - f(theta0).
 
 Dense path: GEMMs by BLAS (SciPy's, written in place), then ``dense_fused`` for ReLU, mask,
-readout reduction, centering, loss and gradient in one pass.
+readout reduction, centering, loss and gradient in one pass. The noisy task's inputs are
+built by ``noise_uniforms`` (Box-Muller's uniforms from the Philox words of its
+counter-based noise, fastsd._philox), NumPy's vectorised log, sqrt, cos and sin, and
+``noisy_inputs``.
 
 Symbol-basis path (App. G.2 inputs are built from L symbols): every update of
 the first-layer weights lies in the span of the symbols, so with
@@ -33,7 +36,7 @@ these sizes, and two one-thread processes beat one two-thread process here.)
 import numba as nb
 import numpy as np
 
-from .. import _jitcache, _numerics
+from .. import _jitcache, _numerics, _philox
 
 # No "reassoc": a vectorised reduction may then add in an order that depends on
 # the arrays' memory alignment, so results would change from run to run.
@@ -173,6 +176,62 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
             _backward_row(dh[k, b], a0[k], da[k], ef, grad_h[k, b], grad_a[k])
         loss[k] = lsum
         correct[k] = csum
+
+
+# The noise's generator: fastsd._philox's plain-Python Philox4x32-10, inlined.
+_philox4 = nb.njit(inline="always")(_philox.philox)
+_NOISE = np.uint64(_philox.NOISE_STREAM)
+
+
+@_jitcache.njit
+def noise_uniforms(keys, steps, scale, angle, U1, A):
+    """Box-Muller's uniforms of M models' noise at one step each (``fastsd._philox.uniforms``).
+
+    The words of philox((j, steps[k], b, NOISE_STREAM), keys[k]) give
+    U1[k, b, 2 j + i] = ((w[2 i] >> 8) + 1) scale and A[k, b, 2 j + i] = (w[2 i + 1] >> 8)
+    angle, i = 0, 1, with scale = 2^-24, angle = 2 pi 2^-24 in the arrays' dtype (each
+    product exact before its one rounding). keys (M, 2) uint64, steps (M,) int64, U1 and
+    A (M, B, 2 q), written. One thread: this runs between the BLAS calls of a step, and a
+    Numba thread pool there would contend with BLAS's (tens of microseconds of work).
+    """
+    M, B, Q = U1.shape
+    drop = np.uint64(32 - _philox.UNIFORM_BITS)
+    one = np.uint64(1)
+    for r in range(M * B):
+        k = r // B
+        b = r - k * B
+        t = np.uint64(steps[k])
+        row = np.uint64(b)
+        k0 = keys[k, 0]
+        k1 = keys[k, 1]
+        for j in range(Q // 2):
+            w0, w1, w2, w3 = _philox4(np.uint64(j), t, row, _NOISE, k0, k1)
+            U1[k, b, 2 * j] = ((w0 >> drop) + one) * scale
+            A[k, b, 2 * j] = (w1 >> drop) * angle
+            U1[k, b, 2 * j + 1] = ((w2 >> drop) + one) * scale
+            A[k, b, 2 * j + 1] = (w3 >> drop) * angle
+
+
+@_jitcache.njit
+def noisy_inputs(S, u, v, std, r, c, s, X):
+    """One model's noisy inputs X[b] = (S[u[b]]; S[v[b]]) + std z[b] (``SameDifferent``).
+
+    z[b, 2 i] = r[b, i] c[b, i] and z[b, 2 i + 1] = r[b, i] s[b, i] (Box-Muller's
+    radius, cos and sin, ``fastsd._philox.polar``); S (L, d), u, v (B,) int, r, c, s
+    (B, >= d), X (B, p = 2 d), written; each product and sum rounded as NumPy rounds it
+    (no contraction).
+    """
+    B, p = X.shape
+    d = p // 2
+    for b in range(B):
+        su = u[b]
+        sv = v[b]
+        for j in range(d):
+            X[b, j] = S[su, j]
+            X[b, d + j] = S[sv, j]
+        for i in range(d):
+            X[b, 2 * i] += (r[b, i] * c[b, i]) * std
+            X[b, 2 * i + 1] += (r[b, i] * s[b, i]) * std
 
 
 @_jitcache.njit(fastmath=_FASTMATH)

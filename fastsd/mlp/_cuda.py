@@ -12,9 +12,10 @@ around it.
 
 One SGD step of M models, dense path (inputs x in R^p, p = 2d):
 
-1. ``gather_inputs``: X[k, b] = (S_k[u]; S_k[v]) + noise (noise drawn on the
-   device by ``philox``, or the batch uploaded once per chunk of steps when
-   the batches come from the host streams of a noisy task);
+1. ``gather_inputs``: X[k, b] = (S_k[u]; S_k[v]) + noise, the noisy task's
+   counter-based noise (``fastsd._philox``) drawn on the device by ``philox``
+   with host or device batches alike; image tasks' inputs are built on the
+   host and uploaded once per chunk of steps;
 2. h0 = X w0^T: one strided-batched cuBLAS GEMM over the M models (for clean
    tasks ``gather_sum`` of P = S w0^T instead, as on the CPU);
 3. dh = X dw^T: one batched GEMM;
@@ -50,8 +51,9 @@ import math
 import numpy as np
 from numba import cuda
 
-from .. import _numerics
+from .. import _numerics, _philox
 from .._dispatch import cuda_simulator
+from .._philox import NormalStream
 from .model import Params
 
 #: Threads per block on a GPU (one block per row of m hidden units).
@@ -59,12 +61,9 @@ GPU_THREADS = 128
 #: Threads per block under the simulator, which runs every thread in Python.
 SIM_THREADS = 2
 
-_M32 = np.uint64(0xFFFFFFFF)
-_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
-_PHILOX_W = (np.uint64(0x9E3779B9), np.uint64(0xBB67AE85))
-_TWO_M32 = 2.0 ** -32
-#: Counter word 3 of the Philox streams: pairs and noise never share a counter.
-PAIRS_STREAM, NOISE_STREAM = 0, 1
+_TWO_M24 = 2.0 ** -_philox.UNIFORM_BITS
+_DROP = np.uint64(32 - _philox.UNIFORM_BITS)
+PAIRS_STREAM, NOISE_STREAM = _philox.PAIRS_STREAM, _philox.NOISE_STREAM
 
 
 def array_module():
@@ -108,26 +107,12 @@ def kernels(threads, dtype):
         raise ValueError(f"`threads` must be a power of two; got {threads}.")
     DT = np.dtype(dtype).type
     ZERO = DT(0)
-    M32 = _M32
-    MA, MB = _PHILOX_M
-    WA, WB = _PHILOX_W
-    TWO_M32 = _TWO_M32
+    TWO_M24 = _TWO_M24
+    DROP = _DROP
     TWO_PI = 2.0 * math.pi
     T = threads
 
-    @cuda.jit(device=True)
-    def philox(c0, c1, c2, c3, k0, k1):
-        """Philox4x32-10 of counter (c0..c3) under key (k0, k1); 32-bit words held in uint64."""
-        for _ in range(10):
-            p0 = MA * c0
-            p1 = MB * c2
-            n0 = (p1 >> uint64(32)) ^ c1 ^ k0
-            n2 = (p0 >> uint64(32)) ^ c3 ^ k1
-            c0, c1, c2, c3 = n0, p1 & M32, n2, p0 & M32
-            k0 = (k0 + WA) & M32
-            k1 = (k1 + WB) & M32
-        return c0, c1, c2, c3
-
+    philox = cuda.jit(device=True)(_philox.philox)
     sigmoid = cuda.jit(device=True)(_numerics.scalar_sigmoid)
     bce = cuda.jit(device=True)(_numerics.scalar_bce)
 
@@ -250,12 +235,13 @@ def kernels(threads, dtype):
             if sd > 0:
                 w0, w1, w2, w3 = philox(uint64(j4), uint64(step), uint64(b),
                                         uint64(NOISE_STREAM), keys[k, 0], keys[k, 1])
-                r = math.sqrt(-2.0 * math.log((w0 + 1.0) * TWO_M32))
-                z0 = r * math.cos(TWO_PI * w1 * TWO_M32)
-                z1 = r * math.sin(TWO_PI * w1 * TWO_M32)
-                r = math.sqrt(-2.0 * math.log((w2 + 1.0) * TWO_M32))
-                z2 = r * math.cos(TWO_PI * w3 * TWO_M32)
-                z3 = r * math.sin(TWO_PI * w3 * TWO_M32)
+                # fastsd._philox.box_muller, in float64
+                r = math.sqrt(-2.0 * math.log(((w0 >> DROP) + uint64(1)) * TWO_M24))
+                z0 = r * math.cos((w1 >> DROP) * (TWO_M24 * TWO_PI))
+                z1 = r * math.sin((w1 >> DROP) * (TWO_M24 * TWO_PI))
+                r = math.sqrt(-2.0 * math.log(((w2 >> DROP) + uint64(1)) * TWO_M24))
+                z2 = r * math.cos((w3 >> DROP) * (TWO_M24 * TWO_PI))
+                z3 = r * math.sin((w3 >> DROP) * (TWO_M24 * TWO_PI))
             for c in range(4):
                 j = 4 * j4 + c
                 if j < p:
@@ -316,12 +302,6 @@ def kernels(threads, dtype):
         draw_pairs=draw_pairs, scatter_rows=scatter_rows)
 
 
-def philox_keys(seeds):
-    """Split 64-bit integers into Philox keys: (n, 2) uint64 of 32-bit words (low, high)."""
-    s = np.asarray(seeds, dtype=np.uint64)
-    return np.stack([s & _M32, s >> np.uint64(32)], axis=1)
-
-
 def _stack(arrays, dtype):
     return np.ascontiguousarray(np.stack(arrays), dtype=dtype)
 
@@ -362,9 +342,10 @@ class _CudaEngine:
         Lmax = int(self.Ls.max())
         S = np.zeros((M, Lmax, self.d))
         for k, t in enumerate(tasks):
-            S[k, :t.L] = t.symbols
+            if hasattr(t, "symbols"):       # image tasks: inputs built on the host
+                S[k, :t.L] = t.symbols
         self.S = xp.asarray(S.astype(dtype))
-        self.std = xp.asarray(np.array([math.sqrt(t.sigma2 / t.d) for t in tasks]))
+        self.std = xp.asarray(np.array([getattr(t, "noise_std", 0.0) for t in tasks]))
         self.clean = all(t.has_symbol_basis for t in tasks)
         keys = (np.zeros((M, 2, 2), np.uint64) if device_keys is None
                 else np.asarray(device_keys, np.uint64))
@@ -414,16 +395,31 @@ class _CudaEngine:
         U, V, Y = xp.asarray(u), xp.asarray(v), xp.asarray(y)
         if self.clean:
             return self._window(U, V, Y, None)
-        # noisy tasks: inputs built on the host from the noise streams, as on the
-        # CPU, uploaded a chunk of steps at a time
+        streams = [r for r in noise_rngs if isinstance(r, NormalStream)]
+        if all(isinstance(r, NormalStream) or t.has_symbol_basis
+               for t, r in zip(self.tasks, noise_rngs)) and len({r.step for r in streams}) == 1:
+            # counter-based noise (the noisy symbol task): drawn on the device, the numbers
+            # of the host streams (gather_inputs at their step, under their keys)
+            self.noise_keys = xp.asarray(np.array(
+                [r.key if isinstance(r, NormalStream) else np.zeros(2, np.uint64)
+                 for r in noise_rngs], dtype=np.uint64))
+            self.step = streams[0].step
+            out = self._window(U, V, Y, "device")
+            for r in streams:
+                r.advance(n)
+            return out
+        # image tasks: inputs built on the host from the noise streams, as on the CPU,
+        # uploaded a chunk of steps at a time
         c = max(1, min(n, self.CHUNK_BYTES // (M * B * 2 * self.d * self.dtype.itemsize)))
         loss = xp.empty((M, n))
         correct = xp.empty((M, n))
         for t0 in range(0, n, c):
             t1 = min(n, t0 + c)
-            Xc = np.stack([task.training_inputs(u[k, t0:t1], v[k, t0:t1], rng)
-                           for k, (task, rng) in enumerate(zip(self.tasks, noise_rngs))])
-            Xc = xp.asarray(np.ascontiguousarray(Xc.swapaxes(0, 1), dtype=self.dtype))
+            # step by step, as the CPU draws them (one batch of indices per call)
+            Xc = np.stack([np.stack([task.training_inputs(u[k, t], v[k, t], rng)
+                                     for k, (task, rng) in enumerate(zip(self.tasks, noise_rngs))])
+                           for t in range(t0, t1)])
+            Xc = xp.asarray(np.ascontiguousarray(Xc, dtype=self.dtype))
             self._window(U[:, t0:t1].copy(), V[:, t0:t1].copy(), Y[:, t0:t1].copy(), Xc,
                          loss[:, t0:t1], correct[:, t0:t1])
         return self._results(loss, correct, B)
@@ -590,18 +586,19 @@ class SymbolEngine(_CudaEngine):
 ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
 
 
-def step_features(path, L, batch_size, width, input_dim, models=1, drawn=False):
+def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols"):
     """What one SGD step of ``models`` models does on ``path``, in this backend's units.
 
     As ``_cpu.step_features``, for the GPU, which does every symbol row: a
     B x L scatter and an L x L GEMM per step ("flop": 2 L (B + L) m), against
-    two B x p x m GEMMs (h0 is a gather; three GEMMs for drawn inputs), and
-    a fixed cost of its kernel launches per step ("step").
+    two B x p x m GEMMs (h0 is a gather; three GEMMs when the inputs change
+    every step, the noise drawn on the device, images built on the host and
+    uploaded: "draw"), and a fixed cost of its kernel launches per step ("step").
     """
     M, B, m, p = models, batch_size, width, input_dim
     if path == "dense":
-        return {"step": 1.0, "flop": M * (6 if drawn else 4) * B * p * m,
-                "draw": M * B * p if drawn else 0.0}
+        return {"step": 1.0, "flop": M * (4 if inputs == "symbols" else 6) * B * p * m,
+                "draw": M * B * p if inputs == "images" else 0.0}
     return {"step": 1.0, "flop": M * 2 * L * (B + L) * m}
 
 

@@ -7,7 +7,8 @@ progress bar predict wall time with it.
 Model
     Each two-path backend module of the mlp family states what a step does
     in counted units (``step_features``: for the CPU's dense path the GEMM
-    multiply-adds, the B x m fused units, the gathered and drawn inputs, the
+    multiply-adds, the B x m fused units, the gathered inputs, the noise drawn
+    in the engine and the inputs a task builds on the host (images), the
     weights' read-modify-write, a fixed cost per model and per step; for its
     symbol path the distinct pairs of a batch times m, the L x (distinct
     symbols) x m rows of Q = K C updated and the L x L entries of K visited).
@@ -23,7 +24,7 @@ Calibration
     ``calibrate`` (the ``fastsd calibrate`` command) times the real engines
     of the backend (``train_ensemble``'s own, on one thread, batches drawn as
     in training) at the backend's ``CALIBRATION`` shapes, taking turns, a
-    tenth of a second a run, three runs each (about 6 s in all, plus the
+    tenth of a second a run, three runs each (about 10 s in all, plus the
     kernels' compile on the first run after an edit of fastsd), keeps the
     fastest run of each and fits the prices by non-negative least squares on
     relative error. It runs only when asked: nothing calibrates on its own,
@@ -49,6 +50,7 @@ its run on its own.
 import datetime
 import functools
 import json
+import math
 import os
 import platform
 import time
@@ -66,11 +68,14 @@ DTYPES = ("float32", "float64")
 #: default: this machine's calibration where one is stored).
 ENV = "FASTSD_COSTS"
 #: Version of the cache file's layout.
-FORMAT = 1
+FORMAT = 2
 #: The package files whose code the calibration times (``_jitcache.source_hash``'s parts).
-SOURCES = ("mlp/", "tasks/", "_numerics.py", "_rng.py")
-#: The noise variance of the calibration's drawn-input (noisy) shapes.
-_DRAWN_SIGMA2 = 0.1
+SOURCES = ("mlp/", "tasks/", "_numerics.py", "_philox.py", "_rng.py")
+#: What a model's training inputs are: clean symbol pairs (looked up), noisy symbol pairs
+#: (counter-based noise drawn by the engine) or images (built by the task on the host).
+INPUTS = ("symbols", "noise", "images")
+#: The noise variance of the calibration's noisy shapes.
+_NOISE_SIGMA2 = 0.1
 
 
 def _module(backend):
@@ -116,7 +121,8 @@ class CostModel:
     measured_at: str = None
     points: tuple = field(default=(), repr=False)
 
-    def step_seconds(self, path, *, L, input_dim, width, batch_size, models=1, drawn=False):
+    def step_seconds(self, path, *, L, input_dim, width, batch_size, models=1,
+                     inputs="symbols"):
         """Predicted seconds of one SGD step of ``models`` models on ``path``, one thread.
 
         Parameters
@@ -128,24 +134,26 @@ class CostModel:
             Input dimension p (2d for the symbol task).
         width, batch_size, models : int
             Hidden units m, batch size B and models trained in lockstep, >= 1.
-        drawn : bool, default False
-            Inputs drawn every step (a noisy or visual task): dense path only.
+        inputs : {"symbols", "noise", "images"}, default "symbols"
+            The models' training inputs (``INPUTS``); the symbol path trains
+            on "symbols" only.
 
         Raises
         ------
         ValueError, TypeError
-            For a path this backend lacks, a size out of range, or drawn
-            inputs on the symbol path.
+            For a path this backend lacks, a size out of range, or inputs
+            other than "symbols" on the symbol path.
         """
         check_choice("path", path, tuple(self.prices))
-        if drawn and path == "symbol":
-            raise ValueError("`drawn` must be False on the symbol path (it trains clean symbol "
-                             "tasks only); got True.")
+        check_choice("inputs", inputs, INPUTS)
+        if inputs != "symbols" and path == "symbol":
+            raise ValueError(f"`inputs` must be 'symbols' on the symbol path (it trains clean "
+                             f"symbol tasks only); got {inputs!r}.")
         L = check_int("L", L, 2)
         sizes = [check_int(n, v, 1) for n, v in (("input_dim", input_dim), ("width", width),
                                                  ("batch_size", batch_size), ("models", models))]
         p, m, B, M = sizes
-        features = _module(self.backend).step_features(path, L, B, m, p, M, bool(drawn))
+        features = _module(self.backend).step_features(path, L, B, m, p, M, inputs)
         return _price(self.prices[path], features)
 
     def eval_seconds(self, *, input_dim, width, n_test, models=1, sources=1):
@@ -157,7 +165,7 @@ class CostModel:
         return _price(self.prices["dense"], _module(self.backend).eval_features(p, m, n, M, S))
 
     def train_seconds(self, path, *, L, input_dim, width, batch_size, steps, eval_every,
-                      n_test, models=1, sources=1, drawn=False, extra_evals=0):
+                      n_test, models=1, sources=1, inputs="symbols", extra_evals=0):
         """Predicted seconds of ``train_ensemble``'s loop: its steps and its evaluations.
 
         ``extra_evals`` adds evaluations' worth of work after training (a scan
@@ -168,7 +176,7 @@ class CostModel:
         eval_every = check_int("eval_every", eval_every, 1)
         evals = -(-steps // eval_every) + check_int("extra_evals", extra_evals, 0)
         step = self.step_seconds(path, L=L, input_dim=input_dim, width=width,
-                                 batch_size=batch_size, models=models, drawn=drawn)
+                                 batch_size=batch_size, models=models, inputs=inputs)
         return steps * step + evals * self.eval_seconds(input_dim=input_dim, width=width,
                                                         n_test=n_test, models=models,
                                                         sources=sources)
@@ -368,26 +376,38 @@ def load(backend="cpu", dtype="float32", environ=None):
 
 # -- calibration -------------------------------------------------------------------------
 
-def step_timer(path, *, L, d, width, batch_size, models=1, drawn=False, dtype="float32",
+def _calibration_task(L, d, inputs):
+    """The task of a calibration shape: ``SameDifferent(d, L)`` (noisy, sigma2 = 0.1, for
+    "noise"), or for "images" ``PSVRT`` with L training patterns of 5 x 5 cells on a grid of
+    about sqrt(2 d) pixels a side (its input dimension is the task's)."""
+    from ..tasks import PSVRT, SameDifferent
+
+    check_choice("inputs", inputs, INPUTS)
+    L, d = check_int("L", L, 2), check_int("d", d, 1)
+    if inputs == "images":
+        return PSVRT(patch=5, n_patches=max(2, round(math.sqrt(2 * d) / 5)),
+                     n_train_patterns=L, seed=0)
+    return SameDifferent(d, L, sigma2=_NOISE_SIGMA2 if inputs == "noise" else 0.0, seed=0)
+
+
+def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype="float32",
                backend="cpu"):
     """A function ``run(n)`` that trains n steps of ``train_ensemble``'s engine on ``path``
     and returns the seconds they took.
 
     ``models`` models of one seed (as a scan's group: the same batches, the
-    same initialisation) train on ``SameDifferent(d, L)`` (noisy, sigma2 =
-    0.1, when ``drawn``); each call draws its batches and runs the engine, as
-    one evaluation window of training does. It runs on the threads it is
-    called under (``measure`` limits them to one).
+    same initialisation) train on the shape's task (``_calibration_task``:
+    the symbol task, clean or noisy, or PSVRT images); each call draws its
+    batches and runs the engine, as one evaluation window of training does.
+    It runs on the threads it is called under (``measure`` limits them to one).
     """
-    from ..tasks import SameDifferent
     from .._rng import seed_sequence, train_streams
     from .model import init_params
     from .train import _engines
 
     check_choice("path", path, PATHS)
     check_choice("dtype", dtype, DTYPES)
-    task = SameDifferent(check_int("d", d, 1), check_int("L", L, 2),
-                         sigma2=_DRAWN_SIGMA2 if drawn else 0.0, seed=0)
+    task = _calibration_task(L, d, inputs)
     batch_size = check_int("batch_size", batch_size, 1)
     streams = [train_streams(seed_sequence(0)) for _ in range(check_int("models", models, 1))]
     params0 = init_params(streams[0]["init"], check_int("width", width, 1), task.input_dim,
@@ -395,24 +415,25 @@ def step_timer(path, *, L, d, width, batch_size, models=1, drawn=False, dtype="f
     (_, engine), = _engines(_module(backend), [task] * models, [path] * models,
                             [params0] * models, [task.output_scale(1.0)] * models,
                             [task.learning_rate(1.0, task.default_alpha0)] * models, dtype, None)
+    noise = [task.training_noise(st["noise"]) for st in streams]
 
     def run(n):
         start = time.perf_counter()
         pairs = [task.draw_pairs(st["pairs"], (n, batch_size)) for st in streams]
-        engine.run(pairs, [st["noise"] for st in streams])
+        engine.run(pairs, noise)
         return time.perf_counter() - start
     return run
 
 
-def _steps(seconds, path, *, L, d, width, batch_size, models, drawn, dtype, backend):
+def _steps(seconds, path, *, L, d, width, batch_size, models, inputs, dtype, backend):
     """Steps that take about ``seconds`` by the fallback prices (2 to 100,000)."""
-    guess = fallback(backend, dtype).step_seconds(path, L=L, input_dim=2 * d, width=width,
-                                                  batch_size=batch_size, models=models,
-                                                  drawn=drawn)
+    guess = fallback(backend, dtype).step_seconds(
+        path, L=L, input_dim=_calibration_task(L, d, inputs).input_dim, width=width,
+        batch_size=batch_size, models=models, inputs=inputs)
     return int(min(100_000, max(2, round(seconds / max(guess, 1e-9)))))
 
 
-def measure(path, *, L, d, width, batch_size, models=1, drawn=False, dtype="float32",
+def measure(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype="float32",
             backend="cpu", steps=None, repeats=3, seconds=0.1):
     """Best seconds per step of ``train_ensemble``'s engine on ``path``, on one thread.
 
@@ -423,8 +444,9 @@ def measure(path, *, L, d, width, batch_size, models=1, drawn=False, dtype="floa
     ----------
     path : {"dense", "symbol"}
     L, d, width, batch_size, models : int
-    drawn : bool, default False
-        Noisy inputs (sigma2 = 0.1), drawn every step.
+    inputs : {"symbols", "noise", "images"}, default "symbols"
+        The task (``step_timer``): clean or noisy (sigma2 = 0.1) symbol pairs, or
+        PSVRT images.
     dtype : {"float32", "float64"}
     backend : {"cpu", "cuda"}
     steps : int, optional
@@ -443,10 +465,10 @@ def measure(path, *, L, d, width, batch_size, models=1, drawn=False, dtype="floa
     repeats = check_int("repeats", repeats, 1)
     seconds = check_float("seconds", seconds, positive=True)
     run = step_timer(path, L=L, d=d, width=width, batch_size=batch_size, models=models,
-                     drawn=drawn, dtype=dtype, backend=backend)
+                     inputs=inputs, dtype=dtype, backend=backend)
     if steps is None:
         steps = _steps(seconds, path, L=L, d=d, width=width, batch_size=batch_size,
-                       models=models, drawn=drawn, dtype=dtype, backend=backend)
+                       models=models, inputs=inputs, dtype=dtype, backend=backend)
     steps = check_int("steps", steps, 1)
     with thread_limit(1):
         run(1)
@@ -462,7 +484,7 @@ def fit(backend, path, points):
     backend : {"cpu", "cuda"}
     path : {"dense", "symbol"}
     points : sequence of dict
-        Each with L, input_dim, width, batch_size, models, drawn and seconds
+        Each with L, input_dim, width, batch_size, models, inputs and seconds
         (per step), as ``calibrate`` records them.
 
     Returns
@@ -473,7 +495,7 @@ def fit(backend, path, points):
 
     module = _module(backend)
     rows = [module.step_features(path, pt["L"], pt["batch_size"], pt["width"], pt["input_dim"],
-                                 pt["models"], pt["drawn"]) for pt in points]
+                                 pt["models"], pt["inputs"]) for pt in points]
     units = list(rows[0])
     seconds = np.array([pt["seconds"] for pt in points], dtype=float)
     A = np.array([[row[u] for u in units] for row in rows], dtype=float) / seconds[:, None]
@@ -493,7 +515,7 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
         A backend with two paths and a ``CALIBRATION`` (today "cpu").
     dtype : {"float32", "float64"}
     shapes : sequence of tuple, optional
-        (path, L, d, width, batch_size, models, drawn) to time; default the
+        (path, L, d, width, batch_size, models, inputs) to time; default the
         backend's ``CALIBRATION``. Every path needs at least one.
     repeats, seconds
         As ``measure``: timed runs per shape and the length of each.
@@ -534,11 +556,12 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
         raise ValueError(f"`shapes` must time every path of backend {backend!r}; got none on "
                          f"{missing[0]!r}.")
     points, runs = [], []
-    for path, L, d, width, batch_size, models, drawn in shapes:
+    for path, L, d, width, batch_size, models, inputs in shapes:
         sizes = dict(L=L, d=d, width=width, batch_size=batch_size, models=models,
-                     drawn=bool(drawn))
+                     inputs=inputs)
         runs.append(step_timer(path, **sizes, dtype=dtype, backend=backend))
-        points.append(dict(path=path, **sizes, input_dim=2 * d,
+        points.append(dict(path=path, **sizes,
+                           input_dim=_calibration_task(L, d, inputs).input_dim,
                            steps=_steps(seconds, path, **sizes, dtype=dtype, backend=backend),
                            seconds=float("inf")))
     # The shapes take turns, so that a burst of load from other processes slows one run of

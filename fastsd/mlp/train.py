@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import __version__, _progress
+from .. import __version__, _philox, _progress
 from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._json import strict_json
@@ -349,12 +349,14 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         uploaded a few steps at a time; for noisy tasks the inputs are
         uploaded in chunks). They are drawn a block of steps at a time
         (``fastsd.tasks.base.BatchStream``), so that they do not depend on
-        ``eval_every`` or ``steps``. "device" (backend "cuda" only): drawn on the GPU
-        by a counter-based Philox4x32-10 generator keyed from the model's
-        seed, so nothing crosses to the device inside the loop; reproducible
-        for a seed, independent of the ensemble, but not the same draws as
-        the host streams (same distribution: balanced same/different pairs,
-        Gaussian noise).
+        ``eval_every`` or ``steps``. "device" (backend "cuda" only): the pairs
+        drawn on the GPU by a counter-based Philox4x32-10 generator keyed from
+        the model's seed, so nothing crosses to the device inside the loop;
+        reproducible for a seed, independent of the ensemble, but not the same
+        pairs as the host streams (the same distribution). The noisy task's
+        training noise is counter-based on every backend
+        (``SameDifferent.training_noise``, ``fastsd._philox``): the same
+        numbers, up to rounding, with either setting.
     progress : bool
         Show a progress bar over steps.
 
@@ -387,10 +389,11 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     start = time.perf_counter()
     streams = [train_streams(s) for s in seed_seqs]
     params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
+    noise = [t.training_noise(st["noise"]) for t, st in zip(tasks, streams)]
     engines = _engines(module, tasks, paths, params0, scales, lrs, dtype,
-                       streams if batches == "device" else None)
-    hist = _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, n_test,
-                  batches, progress)
+                       (streams, noise) if batches == "device" else None)
+    hist = _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch_size,
+                  n_test, batches, progress)
     wall = (time.perf_counter() - start) / M
 
     inits, finals = [None] * M, [None] * M
@@ -518,10 +521,10 @@ def _models(task, gamma, seed):
     return tasks, gammas, seeds, sizer
 
 
-def _engines(module, tasks, paths, params0, scales, lrs, dtype, device_streams):
+def _engines(module, tasks, paths, params0, scales, lrs, dtype, device_sources):
     """One engine of the backend ``module`` per path (and L, on the symbol path), as
-    (model indices, engine) pairs; ``device_streams`` (batches drawn on the GPU) key each
-    model's on-device generators."""
+    (model indices, engine) pairs; ``device_sources`` (batches drawn on the GPU), the
+    models' streams and noise sources, key each model's on-device generators."""
     groups = {}
     for k, (t, pth) in enumerate(zip(tasks, paths)):
         key = ("symbol", t.L) if pth == "symbol" else ("dense",)
@@ -531,17 +534,19 @@ def _engines(module, tasks, paths, params0, scales, lrs, dtype, device_streams):
         args = ([tasks[k] for k in idx], [params0[k] for k in idx], [scales[k] for k in idx],
                 [lrs[k] for k in idx], dtype)
         cls = module.ENGINES[key[0]]
-        if device_streams is not None:     # Philox keys (pairs, noise) from the model's streams
-            keys = [[module.philox_keys(device_streams[k][s].integers(2**64, dtype=np.uint64,
-                                                                      size=1))[0]
-                     for s in ("pairs", "noise")] for k in idx]
+        if device_sources is not None:
+            # Philox keys: the pairs' from the model's pairs stream; the noise's that of its
+            # NormalStream, so that the GPU draws the noise the host would (none if clean)
+            streams, noise = device_sources
+            keys = [[_philox.keys(streams[k]["pairs"].integers(2**64, dtype=np.uint64)),
+                     getattr(noise[k], "key", np.zeros(2, np.uint64))] for k in idx]
             engines.append((idx, cls(*args, device_keys=keys)))
         else:
             engines.append((idx, cls(*args)))
     return engines
 
 
-def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, n_test,
+def _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch_size, n_test,
            batches, progress):
     """The SGD loop: chunks of ``eval_every`` steps, each followed by a test evaluation.
 
@@ -561,8 +566,7 @@ def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, 
         t = 0
         while t < steps:
             n = min(eval_every, steps - t)
-            loss, acc = _run_steps(engines, tasks, streams, t, n, batch_size, batches, state,
-                                   bar)
+            loss, acc = _run_steps(engines, tasks, noise, t, n, batch_size, batches, state, bar)
             t += n
             tests = [task.sample_test(n_test, st["test"]) if test_source[k] == k else None
                      for k, (task, st) in enumerate(zip(tasks, streams))]
@@ -580,7 +584,7 @@ def _train(engines, tasks, streams, test_source, steps, eval_every, batch_size, 
     return {k: np.stack(v, axis=1) for k, v in hist.items()}
 
 
-def _run_steps(engines, tasks, streams, t, n, batch_size, batches, state, bar):
+def _run_steps(engines, tasks, noise, t, n, batch_size, batches, state, bar):
     """Steps t .. t + n - 1 of every engine, in spans of bounded time (``fastsd._calls``).
 
     ``state`` carries the spans and, for host batches, each model's
@@ -600,7 +604,7 @@ def _run_steps(engines, tasks, streams, t, n, batch_size, batches, state, bar):
             if batches == "device":
                 lo, ac = eng.run_device(e - s, batch_size)
             else:
-                lo, ac = eng.run([pairs[k] for k in idx], [streams[k]["noise"] for k in idx])
+                lo, ac = eng.run([pairs[k] for k in idx], [noise[k] for k in idx])
             loss[idx, s - t:e - t] = lo
             acc[idx, s - t:e - t] = ac
         bar.update(e - s)

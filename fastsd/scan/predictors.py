@@ -156,7 +156,7 @@ class MLPPredictor(Predictor):
         and its activation change included (``fastsd.mlp.costs``); None on "numpy"."""
         s = group[0]
         return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=2 * s["d"],
-                                 drawn=s["sigma2"] > 0, symbols=s["sigma2"] == 0)
+                                 inputs="noise" if s["sigma2"] > 0 else "symbols")
 
     def memory(self, group, backend="cpu", dtype=None):
         """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
@@ -230,12 +230,13 @@ class MLPImagePredictor(Predictor):
         return self.seconds([settings])
 
     def seconds(self, group, backend="cpu", dtype=None):
-        """Predicted seconds of the group's ensemble on one thread: a rough estimate, the
-        images priced as the dense path's drawn (noisy) inputs (``fastsd.mlp.costs``)."""
+        """Predicted seconds of the group's ensemble on one thread: a rough estimate, every
+        image task's inputs priced per element as the calibration's PSVRT images
+        (``fastsd.mlp.costs``)."""
         s = group[0]
         side = s["patch"] * s["n_patches"] if s["task"] == "psvrt" else 7 * s["image_width"]
         return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=side * side,
-                                 drawn=True, symbols=False)
+                                 inputs="images")
 
     def memory(self, group, backend="cpu", dtype=None):
         """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
@@ -257,7 +258,7 @@ class MLPImagePredictor(Predictor):
                 for s, r, t in zip(group, results, tasks)]
 
 
-def _ensemble_seconds(group, backend, dtype, *, L, input_dim, drawn, symbols):
+def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs):
     """Predicted seconds of ``train_ensemble`` on a group of "mlp" or "mlp_image" cells: one
     ensemble, the test sets drawn once per seed, one evaluation more for the activation
     change; on the path "auto" picks. None on a backend without a cost model ("numpy")."""
@@ -268,10 +269,10 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, drawn, symbols):
     s = group[0]
     model = costs.load(backend, dtype or "float32")
     sizes = dict(L=L, input_dim=input_dim, width=s["width"], batch_size=s["batch_size"])
-    path = model.choose(**sizes) if symbols else "dense"
+    path = model.choose(**sizes) if inputs == "symbols" else "dense"
     return model.train_seconds(path, **sizes, steps=s["steps"], eval_every=s["eval_every"],
                                n_test=s["n_test"], models=len(group),
-                               sources=len({g["seed"] for g in group}), drawn=drawn,
+                               sources=len({g["seed"] for g in group}), inputs=inputs,
                                extra_evals=1)
 
 

@@ -36,7 +36,9 @@ class Task:
       ``scale_dim`` (the d in 1/(gamma sqrt(d)); 1 for image tasks) and
       ``default_alpha0``;
     * ``training_inputs(u, v, rng)``: the inputs of training pairs of items
-      (index arrays u, v of shape (n,)), shape (n, input_dim), float64;
+      (index arrays u, v of shape (n,)), shape (n, input_dim), float64,
+      drawing any randomness from ``rng``, what ``training_noise`` made of
+      the model's noise Generator;
     * ``sample_test(n, seed)``: n balanced test pairs from unseen items.
 
     From these the base class draws the training batches (``draw_pairs``, the
@@ -51,6 +53,11 @@ class Task:
     #: True when every training input lies in the span of a fixed set of
     #: vectors, so that the symbol-basis training path applies.
     has_symbol_basis: bool = False
+
+    def training_noise(self, rng):
+        """The source a training run passes as ``rng`` to ``training_inputs``, made once per
+        model from its ``"noise"`` Generator: here the Generator itself."""
+        return rng
 
     def training_inputs(self, u, v, rng):
         """Return the inputs of training pairs (u, v), index arrays of shape (n,): (n, input_dim)."""

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from .._memory import check_fits, need
+from .._philox import NormalStream
 from .._rng import seed_sequence, tagged_generator
 from .._validation import check_seed
 from ..conventions import LAZY_GAMMA_SQRT_D
@@ -42,6 +43,8 @@ class SameDifferent(Task):
     ----------
     symbols : ndarray, shape (L, d), float64
         The training symbols.
+    noise_std : float
+        sqrt(sigma2 / d), the standard deviation of each noise coordinate.
     input_dim : int
         2d, the length of a pair vector.
 
@@ -80,6 +83,7 @@ class SameDifferent(Task):
         self.input_dim = 2 * self.d
         self.scale_dim = self.d if self.root_d else 1
         self.has_symbol_basis = self.sigma2 == 0.0
+        self.noise_std = math.sqrt(self.sigma2 / self.d)
 
     def lazy_gamma(self):
         """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2), what gamma="lazy" means.
@@ -95,11 +99,22 @@ class SameDifferent(Task):
     def _pairs_to_x(self, s1, s2, rng):
         x = np.concatenate([s1, s2], axis=-1)
         if self.sigma2 > 0:
-            x = x + rng.standard_normal(x.shape) * np.sqrt(self.sigma2 / self.d)
+            x = x + rng.standard_normal(x.shape) * self.noise_std
         return x
 
+    def training_noise(self, rng):
+        """The noise source of a training run: for sigma2 > 0 a counter-based stream
+        (``fastsd._philox.NormalStream``, keyed by one draw from ``rng``), so that every
+        backend draws the same noise where it runs; for sigma2 = 0, ``rng`` (unused)."""
+        return NormalStream(rng) if self.sigma2 > 0 else rng
+
     def training_inputs(self, u, v, rng):
-        """Return x = (s_u + eta; s_v + eta'), shape (..., 2d), for index arrays u, v."""
+        """Return x = (s_u + eta; s_v + eta'), shape (..., 2d), for index arrays u, v.
+
+        ``rng``: a Generator, or in training the ``NormalStream`` of
+        ``training_noise``, for which u and v are batches, shape (rows,) for one
+        step or (steps, rows) for consecutive steps.
+        """
         return self._pairs_to_x(self.symbols[u], self.symbols[v], rng)
 
     def test_key(self):
