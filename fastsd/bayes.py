@@ -385,3 +385,43 @@ def accuracy(task, prior, n_test, seed=None):
         same_accuracy=p_same, different_accuracy=p_diff, n_test=n_test, prior=prior,
         d=d, L=task.L, sigma2=task.sigma2, seed=recorded_seed(seed),
         task_seed_entropy=int(task.seed_entropy))
+
+
+def cost_features(d, L, n_test, prior):
+    """What ``accuracy`` does for one cell, in counted units (its time model's form).
+
+    "cell": the fixed work of a call; "symbols": the L x d training symbols
+    drawn; "inputs": the n_test x 2d test items drawn and, for the
+    generalizing prior, the closed form over them; for the memorizing prior
+    "gemm", the multiply-adds of the squared distances of both items to every
+    symbol (2 n_test L d), and "terms", the n_test x L log-sum-exp terms.
+
+    Parameters
+    ----------
+    d, L, n_test : int
+    prior : {"generalizing", "memorizing"}
+
+    Returns
+    -------
+    dict of str to float
+        Counts by unit; each grows with d, L and n_test.
+    """
+    memorizing = prior == "memorizing"
+    return {"cell": 1.0, "symbols": float(L * d), "inputs": float(n_test * d),
+            "gemm": 2.0 * n_test * L * d if memorizing else 0.0,
+            "terms": float(n_test * L) if memorizing else 0.0}
+
+
+#: Seconds per unit of ``cost_features`` on one thread (float64 NumPy/BLAS), fitted by
+#: non-negative least squares on relative error to ``accuracy`` timed (best of 3, one
+#: thread) at d in {16, 64, 256}, L in {2, 64, 1024, 8192}, n_test in {2000, 20000}, both
+#: priors, on the 2-core development machine (Intel Xeon, AVX-512; 2026-12-02): shipped,
+#: not calibrated per machine (a rough estimate for ``fastsd reproduce --dry-run``); there
+#: it predicted each of those 48 cells within 0.69-1.25x.
+PRICES = {"cell": 1.953e-04, "symbols": 8.493e-09, "inputs": 5.723e-08, "gemm": 2.154e-11,
+          "terms": 2.147e-08}
+
+
+def predicted_seconds(d, L, n_test, prior):
+    """Predicted seconds of ``accuracy`` on one thread (``cost_features`` times ``PRICES``)."""
+    return sum(PRICES[u] * n for u, n in cost_features(d, L, n_test, prior).items())

@@ -248,3 +248,28 @@ def test_accuracy_bad_input():
         accuracy(task, "uniform", 10, seed=0)
     with pytest.raises(ValueError, match="`seed` must be an integer >= 0"):
         accuracy(task, "generalizing", 10, seed=-1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(d=st.integers(1, 512), L=st.integers(2, 9000), n=st.integers(1, 50_000),
+       grow=st.sampled_from(["d", "L", "n"]), by=st.integers(1, 1000),
+       prior=st.sampled_from(["generalizing", "memorizing"]))
+def test_the_time_model_grows_with_every_size(d, L, n, grow, by, prior):
+    from fastsd.bayes import predicted_seconds
+    sizes = dict(d=d, L=L, n_test=n)
+    bigger = dict(sizes, **{"n_test" if grow == "n" else grow: sizes[
+        "n_test" if grow == "n" else grow] + by})
+    t = predicted_seconds(prior=prior, **sizes)
+    assert predicted_seconds(prior=prior, **bigger) >= t > 0
+    assert predicted_seconds(d, L, n, "memorizing") >= predicted_seconds(d, L, n, "generalizing")
+
+
+def test_the_bayes_predictor_predicts_its_groups_time():
+    from fastsd.bayes import predicted_seconds
+    from fastsd.scan.predictors import BayesPredictor
+
+    pred = BayesPredictor()
+    cells = [pred.prepare(dict(d=8, L=L, sigma2=1.0, prior=p, n_test=100))
+             for L in (2, 64) for p in ("generalizing", "memorizing")]
+    expect = sum(predicted_seconds(8, c["L"], 100, c["prior"]) for c in cells)
+    assert pred.seconds(cells) == pytest.approx(expect) and expect > 0

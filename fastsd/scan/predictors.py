@@ -389,6 +389,13 @@ class BayesPredictor(Predictor):
     name = "bayes"
     spec = BAYES
 
+    def seconds(self, group, backend="cpu", dtype=None):
+        """Predicted seconds of the group on one thread (``fastsd.bayes.predicted_seconds``:
+        shipped prices, float64 NumPy whatever the backend)."""
+        from ..bayes import predicted_seconds
+
+        return sum(predicted_seconds(s["d"], s["L"], s["n_test"], s["prior"]) for s in group)
+
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy
         from ..tasks import SameDifferent
