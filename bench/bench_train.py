@@ -453,7 +453,10 @@ def calibrate(run, target_s, max_steps, settle_fn):
 
     Fits time = overhead + N * per_step from two call lengths, so that a fixed
     per-call cost (initialisation, test evaluation, result conversion) does
-    not shrink N. Returns (N, per_step_s, overhead_s, steps_done_per_N).
+    not shrink N; N is also at least what keeps that cost under a tenth of
+    the timed call (a 16-model ensemble's set-up is ~0.4 s), so that the rate
+    measures training, as a long run sees it. Returns (N, per_step_s,
+    overhead_s, steps_done_per_N).
     """
     settle_fn()
     e1, d1 = run(1)
@@ -469,7 +472,7 @@ def calibrate(run, target_s, max_steps, settle_fn):
     per = max(dt, 1e-7) / max(d2 - d1, 1)
     overhead = max(0.0, e1 - per * d1)
     ratio = d2 / n2   # model-steps per requested step (ensembles, scan rounding)
-    n = int(round(target_s / (per * ratio)))
+    n = max(int(round(target_s / (per * ratio))), math.ceil(9 * overhead / (per * ratio)))
     return max(1, min(max_steps, n)), per, overhead, ratio
 
 

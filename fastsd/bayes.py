@@ -391,8 +391,8 @@ def cost_features(d, L, n_test, prior):
     """What ``accuracy`` does for one cell, in counted units (its time model's form).
 
     "cell": the fixed work of a call; "symbols": the L x d training symbols
-    drawn; "inputs": the n_test x 2d test items drawn and, for the
-    generalizing prior, the closed form over them; for the memorizing prior
+    drawn; "inputs": n_test x d, for the test pairs' 2 d coordinates drawn and,
+    for the generalizing prior, the closed form over them; for the memorizing prior
     "gemm", the multiply-adds of the squared distances of both items to every
     symbol (2 n_test L d), and "terms", the n_test x L log-sum-exp terms.
 
@@ -405,8 +405,14 @@ def cost_features(d, L, n_test, prior):
     -------
     dict of str to float
         Counts by unit; each grows with d, L and n_test.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For d < 1, L < 2, n_test < 1 or an unknown prior, as ``accuracy``.
     """
-    memorizing = prior == "memorizing"
+    c = BAYES.check({"d": d, "L": L, "n_test": n_test, "prior": prior})
+    d, L, n_test, memorizing = c["d"], c["L"], c["n_test"], c["prior"] == "memorizing"
     return {"cell": 1.0, "symbols": float(L * d), "inputs": float(n_test * d),
             "gemm": 2.0 * n_test * L * d if memorizing else 0.0,
             "terms": float(n_test * L) if memorizing else 0.0}

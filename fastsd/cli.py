@@ -96,7 +96,7 @@ def _add_reproduce_parser(sub):
 def _add_calibrate_parser(sub):
     _add_command(
         sub, "calibrate", "measure this machine's cost model of the training paths",
-        "Time the MLP's training engines on one thread at a few shapes (about 6 s), fit the "
+        "Time the MLP's training engines on one thread at a few shapes (about 10 s), fit the "
         "cost model that path='auto' and `fastsd reproduce --dry-run` use, and store it for "
         "this machine (fastsd.mlp.costs; in ~/.cache/fastsd/costs/, or $XDG_CACHE_HOME/fastsd/"
         "costs/). Without it, the shipped prices of the development machine are used.",

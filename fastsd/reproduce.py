@@ -92,7 +92,8 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
     cells, those already in ``<out>/<name>.jsonl``, and, for the "mlp" and
     "mlp_image" predictors, the predicted wall time on this machine (the
     measured cost model of ``fastsd.mlp.costs``) and the memory of the
-    largest group. The parts' groups share the local workers (as
+    largest group; for "bayes" its time by shipped prices
+    (``fastsd.bayes.predicted_seconds``). The parts' groups share the local workers (as
     ``run_preset`` runs them side by side), so the figure's time is that of
     all its groups on those workers. No folder, store, lock or figure is
     created.

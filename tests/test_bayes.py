@@ -273,3 +273,15 @@ def test_the_bayes_predictor_predicts_its_groups_time():
              for L in (2, 64) for p in ("generalizing", "memorizing")]
     expect = sum(predicted_seconds(8, c["L"], 100, c["prior"]) for c in cells)
     assert pred.seconds(cells) == pytest.approx(expect) and expect > 0
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(L=1), "`L` must be an integer >= 2; got 1"),
+    (dict(n_test=0), "`n_test` must be an integer >= 1; got 0"),
+    (dict(prior="Memorizing"), "`prior` must be one of 'generalizing', 'memorizing'"),
+    (dict(d=0), "`d` must be an integer >= 1; got 0"),
+])
+def test_the_time_model_refuses_what_accuracy_refuses(kw, message):
+    from fastsd.bayes import predicted_seconds
+    with pytest.raises(ValueError, match=message):
+        predicted_seconds(**{**dict(d=4, L=4, n_test=10, prior="memorizing"), **kw})

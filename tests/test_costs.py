@@ -138,6 +138,14 @@ def test_bad_sizes_and_paths_are_refused_by_name():
         model.step_seconds("symbol", **sizes, inputs="noise")
     with pytest.raises(ValueError, match="`inputs` must be one of 'symbols', 'noise', 'images'"):
         model.step_seconds("dense", **sizes, inputs=True)
+    # the timers check as the model does: the symbol path trains clean symbol pairs, and a
+    # batch is half same pairs (measure('symbol', inputs='noise') timed a run train refuses)
+    for inputs in ("noise", "images"):
+        with pytest.raises(ValueError, match="`inputs` must be 'symbols' on the symbol path"):
+            costs.measure("symbol", L=4, d=8, width=8, batch_size=4, inputs=inputs, steps=2,
+                          repeats=1)
+    with pytest.raises(ValueError, match="`batch_size` must be an even integer >= 2"):
+        costs.step_timer("dense", L=4, d=8, width=8, batch_size=3)
     with pytest.raises(ValueError, match="`backend` must have two training paths"):
         costs.load("numpy")
     with pytest.raises(ValueError, match="`dtype` must be one of"):

@@ -206,6 +206,13 @@ def test_image_task_inputs_built_on_the_host():
     assert_results_close(cpu, gpu, 1e-9)
 
 
+def test_device_batches_are_for_symbol_tasks_only():
+    # gather_inputs reads the symbols: an image task has none (it indexed past them)
+    with pytest.raises(ValueError, match="`batches` must be 'host' for PSVRT"):
+        train(PSVRT(n_train_patterns=4, seed=0), 1.0, backend="cuda", batches="device",
+              **dict(TINY, seed=3))
+
+
 def test_device_batches_per_model_and_path():
     """batches="device": a model's run depends on its seed only, not on the ensemble around
     it, and the symbol-basis path sees the same device batches as the dense path."""

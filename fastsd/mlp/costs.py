@@ -60,7 +60,7 @@ import numpy as np
 
 from .. import __version__, _jitcache, _progress
 from .._dispatch import FAMILIES
-from .._validation import check_choice, check_float, check_int
+from .._validation import check_batch_size, check_choice, check_float, check_int
 
 PATHS = ("dense", "symbol")
 DTYPES = ("float32", "float64")
@@ -376,13 +376,18 @@ def load(backend="cpu", dtype="float32", environ=None):
 
 # -- calibration -------------------------------------------------------------------------
 
-def _calibration_task(L, d, inputs):
+def _calibration_task(path, L, d, inputs):
     """The task of a calibration shape: ``SameDifferent(d, L)`` (noisy, sigma2 = 0.1, for
     "noise"), or for "images" ``PSVRT`` with L training patterns of 5 x 5 cells on a grid of
-    about sqrt(2 d) pixels a side (its input dimension is the task's)."""
+    about sqrt(2 d) pixels a side (its input dimension is the task's); checked as
+    ``step_seconds`` checks them (the symbol path trains "symbols" only)."""
     from ..tasks import PSVRT, SameDifferent
 
+    check_choice("path", path, PATHS)
     check_choice("inputs", inputs, INPUTS)
+    if inputs != "symbols" and path == "symbol":
+        raise ValueError(f"`inputs` must be 'symbols' on the symbol path (it trains clean "
+                         f"symbol tasks only); got {inputs!r}.")
     L, d = check_int("L", L, 2), check_int("d", d, 1)
     if inputs == "images":
         return PSVRT(patch=5, n_patches=max(2, round(math.sqrt(2 * d) / 5)),
@@ -405,10 +410,9 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
     from .model import init_params
     from .train import _engines
 
-    check_choice("path", path, PATHS)
     check_choice("dtype", dtype, DTYPES)
-    task = _calibration_task(L, d, inputs)
-    batch_size = check_int("batch_size", batch_size, 1)
+    task = _calibration_task(path, L, d, inputs)
+    batch_size = check_batch_size("batch_size", batch_size)
     streams = [train_streams(seed_sequence(0)) for _ in range(check_int("models", models, 1))]
     params0 = init_params(streams[0]["init"], check_int("width", width, 1), task.input_dim,
                           "normal")
@@ -428,7 +432,7 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
 def _steps(seconds, path, *, L, d, width, batch_size, models, inputs, dtype, backend):
     """Steps that take about ``seconds`` by the fallback prices (2 to 100,000)."""
     guess = fallback(backend, dtype).step_seconds(
-        path, L=L, input_dim=_calibration_task(L, d, inputs).input_dim, width=width,
+        path, L=L, input_dim=_calibration_task(path, L, d, inputs).input_dim, width=width,
         batch_size=batch_size, models=models, inputs=inputs)
     return int(min(100_000, max(2, round(seconds / max(guess, 1e-9)))))
 
@@ -561,7 +565,7 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
                      inputs=inputs)
         runs.append(step_timer(path, **sizes, dtype=dtype, backend=backend))
         points.append(dict(path=path, **sizes,
-                           input_dim=_calibration_task(L, d, inputs).input_dim,
+                           input_dim=_calibration_task(path, L, d, inputs).input_dim,
                            steps=_steps(seconds, path, **sizes, dtype=dtype, backend=backend),
                            seconds=float("inf")))
     # The shapes take turns, so that a burst of load from other processes slows one run of

@@ -353,7 +353,8 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         drawn on the GPU by a counter-based Philox4x32-10 generator keyed from
         the model's seed, so nothing crosses to the device inside the loop;
         reproducible for a seed, independent of the ensemble, but not the same
-        pairs as the host streams (the same distribution). The noisy task's
+        pairs as the host streams (the same distribution); symbol tasks
+        (``SameDifferent``) only. The noisy task's
         training noise is counter-based on every backend
         (``SameDifferent.training_noise``, ``fastsd._philox``): the same
         numbers, up to rounding, with either setting.
@@ -437,6 +438,11 @@ def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_
     if batches == "device" and backend != "cuda":
         raise ValueError(f"`batches` must be 'host' with backend {backend!r} ('device' needs "
                          f"backend 'cuda'); got 'device'.")
+    if batches == "device" and not all(isinstance(t, SameDifferent) for t in tasks):
+        other = next(t for t in tasks if not isinstance(t, SameDifferent))
+        raise ValueError(f"`batches` must be 'host' for {type(other).__name__} ('device' draws "
+                         f"the pairs of symbol tasks, SameDifferent, on the GPU; images are "
+                         f"built on the host); got 'device'.")
     if dtype is None:
         dtype = "float64" if backend == "numpy" else "float32"
     dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
