@@ -71,6 +71,7 @@ import numpy as np
 from . import __version__
 from ._json import strict_json
 from ._memory import Need, check_fits
+from ._pricing import predict
 from ._rng import seed_sequence
 from ._validation import check_array, check_choice, check_float, check_seed
 from .params import BAYES
@@ -365,7 +366,7 @@ def accuracy(task, prior, n_test, seed=None):
     n_test = BAYES.check({"prior": prior, "n_test": n_test})["n_test"]
     check_seed("seed", seed)
     # the pairs with their items, and per pair and symbol the memorizing prior's log terms
-    check_fits([Need(n_test * (24 * task.input_dim + 32 * task.L), f"the test pairs and their "
+    check_fits([Need(memory_bytes(task.d, task.L, n_test), f"the test pairs and their "
                      f"likelihood terms ({n_test} pairs x ({task.input_dim} inputs + "
                      f"{task.L} symbols))", "n_test", n_test)])
     if not isinstance(seed, np.random.Generator):
@@ -385,6 +386,12 @@ def accuracy(task, prior, n_test, seed=None):
         same_accuracy=p_same, different_accuracy=p_diff, n_test=n_test, prior=prior,
         d=d, L=task.L, sigma2=task.sigma2, seed=recorded_seed(seed),
         task_seed_entropy=int(task.seed_entropy))
+
+
+def memory_bytes(d, L, n_test):
+    """Bytes ``accuracy`` allocates for n_test pairs of 2 d inputs against L symbols: the
+    pairs, their labels and halves, and the memorizing prior's n_test x L log terms."""
+    return n_test * (48 * d + 32 * L)
 
 
 def cost_features(d, L, n_test, prior):
@@ -426,8 +433,10 @@ def cost_features(d, L, n_test, prior):
 #: it predicted each of those 48 cells within 0.69-1.25x.
 PRICES = {"cell": 1.953e-04, "symbols": 8.493e-09, "inputs": 5.723e-08, "gemm": 2.154e-11,
           "terms": 2.147e-08}
+#: Where ``PRICES`` were measured.
+MEASURED_ON = "Intel Xeon (AVX-512), 2 cores, 2026-12-02"
 
 
 def predicted_seconds(d, L, n_test, prior):
     """Predicted seconds of ``accuracy`` on one thread (``cost_features`` times ``PRICES``)."""
-    return sum(PRICES[u] * n for u, n in cost_features(d, L, n_test, prior).items())
+    return predict(PRICES, cost_features(d, L, n_test, prior))

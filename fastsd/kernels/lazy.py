@@ -327,8 +327,8 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
                      kernel_tol=kernel_tol, method=method, d=task.symbols.shape[1])
     solver_cls = choose_solver(solver, size)
-    check_fits(_needs(task, method, pairs, P, n_test, test_x, min(BatchStream.BLOCK, steps),
-                      batch_size))
+    check_fits(_needs(L, task.input_dim, method, pairs, P, n_test, test_x,
+                      min(BatchStream.BLOCK, steps), batch_size))
     u, v, selection = choose_pairs(L, pairs, seed)
 
     pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, kernel_kind)
@@ -379,10 +379,9 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
         predictions=preds, config=config, wall_time=time.perf_counter() - start)
 
 
-def _needs(task, method, pairs, P, n_test, test_x, chunk, batch_size):
+def _needs(L, p, method, pairs, P, n_test, test_x, chunk, batch_size):
     """The allocations of ``lazy_limit`` that scale with its sizes, but the P x P kernel
-    (checked against ``max_bytes``)."""
-    L, p = task.L, task.input_dim
+    (checked against ``max_bytes``): L symbols of p = 2 d inputs, P training pairs."""
     # pair indices, weights, labels, norms and the solver's vectors, float64 or int64
     sizer = ("L", L) if isinstance(pairs, str) else ("pairs", P)
     needs = [Need(8 * 16 * P, f"the training pairs and their solver vectors ({P} pairs)",

@@ -59,6 +59,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__, _jitcache, _progress
+from .._pricing import fit as fit_prices
+from .._pricing import predict
 from .._dispatch import FAMILIES
 from .._validation import check_batch_size, check_choice, check_float, check_int
 
@@ -84,10 +86,6 @@ def _module(backend):
         raise ValueError(f"`backend` must have two training paths to have a cost model (cpu or "
                          f"cuda); got {backend!r}, which has one (dense).")
     return module
-
-
-def _price(prices, features):
-    return float(sum(prices.get(unit, 0.0) * count for unit, count in features.items()))
 
 
 @dataclass(frozen=True)
@@ -154,7 +152,7 @@ class CostModel:
                                                  ("batch_size", batch_size), ("models", models))]
         p, m, B, M = sizes
         features = _module(self.backend).step_features(path, L, B, m, p, M, inputs)
-        return _price(self.prices[path], features)
+        return predict(self.prices[path], features)
 
     def eval_seconds(self, *, input_dim, width, n_test, models=1, sources=1):
         """Predicted seconds of one test evaluation: ``sources`` test sets of ``n_test`` pairs
@@ -162,7 +160,7 @@ class CostModel:
         p, m, n, M, S = (check_int(k, v, 1) for k, v in (
             ("input_dim", input_dim), ("width", width), ("n_test", n_test), ("models", models),
             ("sources", sources)))
-        return _price(self.prices["dense"], _module(self.backend).eval_features(p, m, n, M, S))
+        return predict(self.prices["dense"], _module(self.backend).eval_features(p, m, n, M, S))
 
     def train_seconds(self, path, *, L, input_dim, width, batch_size, steps, eval_every,
                       n_test, models=1, sources=1, inputs="symbols", extra_evals=0):
@@ -495,18 +493,10 @@ def fit(backend, path, points):
     -------
     dict of str to float
     """
-    from scipy.optimize import nnls
-
     module = _module(backend)
     rows = [module.step_features(path, pt["L"], pt["batch_size"], pt["width"], pt["input_dim"],
                                  pt["models"], pt["inputs"]) for pt in points]
-    units = list(rows[0])
-    seconds = np.array([pt["seconds"] for pt in points], dtype=float)
-    A = np.array([[row[u] for u in units] for row in rows], dtype=float) / seconds[:, None]
-    norm = np.linalg.norm(A, axis=0)
-    norm[norm == 0] = 1.0
-    x, _ = nnls(A / norm, np.ones(len(points)))
-    return {u: float(v) for u, v in zip(units, x / norm)}
+    return fit_prices(rows, [pt["seconds"] for pt in points])
 
 
 def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds=0.1, save=True,

@@ -114,6 +114,11 @@ class Predictor:
         predictor has no model of them (the default)."""
         return None
 
+    def cost_model(self, backend="cpu", dtype=None):
+        """One line on where ``seconds``'s prices come from (for ``--dry-run``), or None
+        where the predictor has no time model (the default)."""
+        return None
+
 
 class MLPPredictor(Predictor):
     """Finite-width centered ReLU MLPs trained with SGD (Sec. 2): ``fastsd.train_ensemble``.
@@ -165,6 +170,10 @@ class MLPPredictor(Predictor):
         c = Cell(**group[0])
         task = SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
         return _ensemble_memory(group, [task] * len(group), backend, dtype)
+
+    def cost_model(self, backend="cpu", dtype=None):
+        """The MLP's cost model of ``backend`` (``fastsd.mlp.costs``: measured or shipped)."""
+        return _mlp_cost_model(backend, dtype)
 
 
 class MLPImagePredictor(Predictor):
@@ -242,6 +251,10 @@ class MLPImagePredictor(Predictor):
         """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
         return _ensemble_memory(group, [self.make_task(group[0])] * len(group), backend, dtype)
 
+    def cost_model(self, backend="cpu", dtype=None):
+        """The MLP's cost model of ``backend`` (``fastsd.mlp.costs``: measured or shipped)."""
+        return _mlp_cost_model(backend, dtype)
+
     def run_group(self, group, backend="auto", dtype=None):
         from ..mlp import train_ensemble
 
@@ -274,6 +287,12 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs):
                                n_test=s["n_test"], models=len(group),
                                sources=len({g["seed"] for g in group}), inputs=inputs,
                                extra_evals=1)
+
+
+def _mlp_cost_model(backend, dtype):
+    from ..mlp import costs
+
+    return costs.load(backend, dtype or "float32").describe()
 
 
 def _ensemble_memory(group, tasks, backend, dtype):
@@ -363,6 +382,38 @@ class LazyLimitPredictor(Predictor):
             s["pairs"] = check_int("pairs", s["pairs"], 2, s["L"] * s["L"])
         return s
 
+    def cost(self, settings):
+        """Predicted seconds of the cell (``seconds``); L^3 where it has no model."""
+        seconds = self.seconds([settings])
+        return float(settings["L"]) ** 3 if seconds is None else seconds
+
+    def seconds(self, group, backend="cpu", dtype=None):
+        """Predicted seconds of the group on one thread of the "cpu" backend, for the
+        logistic flow of the NTK over all pairs on solver "kron" (``fastsd.kernels.costs``:
+        shipped prices); None for other settings or backends."""
+        from ..kernels import costs
+
+        if backend != "cpu" or not all(costs.modelled(s) for s in group):
+            return None
+        return sum(costs.predicted_seconds(s["d"], s["L"], steps=s["steps"],
+                                           eval_every=s["eval_every"], n_test=s["n_test"])
+                   for s in group)
+
+    def memory(self, group, backend="cpu", dtype=None):
+        """The most bytes a cell of the group allocates (``fastsd.kernels.costs.memory_bytes``),
+        where its time is modelled; None elsewhere."""
+        from ..kernels import costs
+
+        if not all(costs.modelled(s) for s in group):
+            return None
+        return max(costs.memory_bytes(s["d"], s["L"], n_test=s["n_test"]) for s in group)
+
+    def cost_model(self, backend="cpu", dtype=None):
+        """The lazy limit's time model (``fastsd.kernels.costs.describe``)."""
+        from ..kernels import costs
+
+        return costs.describe()
+
     def run_group(self, group, backend="auto", dtype=None):
         from ..kernels import lazy_cell
 
@@ -395,6 +446,19 @@ class BayesPredictor(Predictor):
         from ..bayes import predicted_seconds
 
         return sum(predicted_seconds(s["d"], s["L"], s["n_test"], s["prior"]) for s in group)
+
+    def memory(self, group, backend="cpu", dtype=None):
+        """The most bytes a cell of the group allocates (its test pairs and likelihood terms,
+        as ``fastsd.bayes.accuracy`` checks them)."""
+        from ..bayes import memory_bytes
+
+        return max(memory_bytes(s["d"], s["L"], s["n_test"]) for s in group)
+
+    def cost_model(self, backend="cpu", dtype=None):
+        """The Bayes-optimal part's time model (``fastsd.bayes.PRICES``)."""
+        from ..bayes import MEASURED_ON
+
+        return f"bayes: shipped prices measured on {MEASURED_ON} (not calibrated here)"
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy

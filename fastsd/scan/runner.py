@@ -296,7 +296,7 @@ class Plan:
         Groups computed at once (local processes: one per core; one in
         this process or on the GPU); None on an executor of unknown size.
     cost_model : str or None
-        The cost model's description (``fastsd.mlp.costs``) where it was used.
+        The time model's description (``Predictor.cost_model``) where it was used.
     """
 
     predictor: str
@@ -403,10 +403,7 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
             known[shape] = pred.memory(g, target, dtype)
         return known[shape]
 
-    model = None
-    if seconds and seconds[0] is not None and pred.name in ("mlp", "mlp_image"):
-        from ..mlp import costs
-        model = costs.load(target, dtype or "float32").describe()
+    model = pred.cost_model(target, dtype) if seconds and seconds[0] is not None else None
     return Plan(pred.name, store.path, target, len(cells), len(cells) - sum(map(len, groups)),
                 tuple(map(len, groups)), seconds, tuple(memory(g) for g in settings), workers,
                 model)
