@@ -475,10 +475,12 @@ def test_numba_loss_matches_reference(f, y):
     assert g == pytest.approx(float(ref.sigmoid(f)) - y, rel=1e-14, abs=1e-300)
 
 
+@pytest.mark.parametrize("concatenated", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("F", [1000.0, 2.0**40, 2.0**100])
-def test_dense_fused_exact_at_huge_logits(dtype, F):
-    """f = +-F exactly; the BCE gradient sigmoid(f) - y is then exactly 0 or +-1."""
+def test_dense_fused_exact_at_huge_logits(dtype, F, concatenated):
+    """f = +-F exactly; the BCE gradient sigmoid(f) - y is then exactly 0 or +-1; h0 and dh
+    in two arrays (clean models) or in the halves of one (h0 | dh, one GEMM)."""
     # unit 0 has a0 = +1, unit 1 has a0 = -1; h0 = 0, dh puts F on one of them
     B, m = 4, 2
     fsign = np.array([1, -1, 1, -1])
@@ -495,7 +497,13 @@ def test_dense_fused_exact_at_huge_logits(dtype, F):
     loss = np.zeros(1)
     correct = np.zeros(1)
     h = (h0 + dh)[0].astype(np.float64)                  # the preactivations
-    _cpu_kernels.dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct)
+    if concatenated:
+        H = np.ascontiguousarray(np.concatenate([h0, dh], axis=2))
+        _cpu_kernels.dense_fused(H, H, m, a0, da, y, scale, grad_h, grad_a, loss, correct)
+        np.testing.assert_array_equal(H[0, :, m:], h)          # dh half overwritten with h
+    else:
+        _cpu_kernels.dense_fused(h0, dh, 0, a0, da, y, scale, grad_h, grad_a, loss, correct)
+        np.testing.assert_array_equal(dh[0], h)
     f = fsign * F
     err = np.where(f > 0, 1.0, 0.0) - y[0]              # sigmoid(+-F) is exactly 1 or 0
     exact_loss = np.where(err != 0, F, 0.0)             # BCE = F when wrong, 0 when right

@@ -115,3 +115,23 @@ def test_the_lazy_limit_predictor_plans_flow_cells_and_leaves_the_others(tmp_pat
                        tmp_path / "r.jsonl"),
                   plan(grid, "lazy_limit", tmp_path / "n.jsonl", backend="numpy")):
         assert not other.modelled and other.seconds is None and other.cost_model is None
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(d=0), "`d` must be an integer >= 1; got 0"),
+    (dict(L=1), "`L` must be an integer >= 2; got 1"),
+    (dict(steps=0), "`steps` must be an integer >= 1; got 0"),
+    (dict(eval_every=0), "`eval_every` must be an integer >= 1; got 0"),
+    (dict(n_test=1), "`n_test` must be an integer >= 2; got 1"),
+])
+def test_bad_sizes_are_refused_by_name(kw, message):
+    sizes = {**dict(d=8, L=64, steps=100, eval_every=10, n_test=64), **kw}
+    with pytest.raises(ValueError, match=message):
+        costs.predicted_seconds(**sizes)
+    with pytest.raises(ValueError, match=message):
+        costs.cost_features(**sizes)
+    if "steps" not in kw and "eval_every" not in kw:
+        with pytest.raises(ValueError, match=message):
+            costs.memory_bytes(sizes["d"], sizes["L"], n_test=sizes["n_test"])
+    with pytest.raises(TypeError, match="`L` must be an integer"):
+        costs.expected_counts(8, 64.5, 100, 10)

@@ -35,6 +35,7 @@ dense or matrix-free solvers) are not modelled: ``modelled`` says which are.
 import math
 
 from .._pricing import predict
+from .._validation import check_int
 from .dynamics import POWER_ITERS
 from .kron import _TEST_TERMS, PROBES, TEST_CROSS_MIN_L
 
@@ -72,6 +73,13 @@ def _law(coef, d, L, *extra):
     return sum(c * t for c, t in zip(coef, terms))
 
 
+def _check(d, L, steps=1, eval_every=1, n_test=2):
+    """The sizes as ``lazy_limit`` accepts them (d >= 1, L >= 2, steps and eval_every >= 1,
+    n_test >= 2), as ints; a clear error naming the parameter otherwise."""
+    return (check_int("d", d, 1), check_int("L", L, 2), check_int("steps", steps, 1),
+            check_int("eval_every", eval_every, 1), check_int("n_test", n_test, 2))
+
+
 def expected_counts(d, L, steps, eval_every):
     """The counts of a flow cell known only after its run, as ``COUNT_LAWS`` predict them.
 
@@ -90,7 +98,13 @@ def expected_counts(d, L, steps, eval_every):
         segment between evaluations) and "flow_products" (``2 POWER_ITERS``, one
         for the start, four a step), as ``lazy_limit`` records them in
         ``solver_info``; floats.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For d < 1, L < 2, steps < 1 or eval_every < 1, or a non-integer.
     """
+    d, L, steps, eval_every, _ = _check(d, L, steps, eval_every)
     segments = evaluations(steps, eval_every)
     terms = min(float(L * L), max(1.0, math.exp(_law(COUNT_LAWS["terms"], d, L))))
     aca = min(float(L * L), max(terms, math.exp(_law(COUNT_LAWS["aca_terms"], d, L))))
@@ -117,7 +131,13 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
     -------
     dict of str to float
         Counts by unit; each grows with L, the steps and n_test.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For sizes ``lazy_limit`` refuses (d < 1, L < 2, steps, eval_every < 1, n_test < 2).
     """
+    d, L, steps, eval_every, n_test = _check(d, L, steps, eval_every, n_test)
     c = expected_counts(d, L, steps, eval_every) if counts is None else counts
     L2 = float(L * L)
     tests = evaluations(steps, eval_every) * n_test * L2
@@ -149,8 +169,15 @@ def memory_bytes(d, L, *, n_test):
     Returns
     -------
     int
+
+    Raises
+    ------
+    ValueError, TypeError
+        For d < 1, L < 2 or n_test < 2.
     """
     from .lazy import _needs
+
+    d, L, _, _, n_test = _check(d, L, n_test=n_test)
 
     c = expected_counts(d, L, 1000, 1000)
     M = L * L

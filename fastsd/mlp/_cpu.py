@@ -137,29 +137,40 @@ class _DisplacementEngine:
 
 
 class DenseEngine(_DisplacementEngine):
-    """BLAS GEMMs written in place (one call per model), one fused Numba kernel for all models."""
+    """BLAS GEMMs written in place (one call per model), one fused Numba kernel for all models.
 
+    Each model's hidden weights are one (2 m, p) array ``W[k]``: w0 in rows :m, the
+    displacement dw in rows m:, one hidden unit a row. Where w0 . x needs a GEMM (noisy
+    or image inputs, in any model of the ensemble) both preactivations come from one
+    GEMM X W[k]^T into a (B, 2 m) row, h0 in its first m columns and dh in the last m
+    (a clean model among them has its h0 replaced by P0's; measured on the 2-core Intel
+    Xeon at B = 128, p = 512, m = 1024, float32: 0.94 ms against 1.09 for two GEMMs of
+    X against (p, m) weights); the update dw += -lr grad_h^T X writes the contiguous
+    rows m: in place (0.40 ms against 0.42 for the (p, m) layout).
+    """
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
         super().__init__(params0, scales, lrs, dtype)
         self.tasks = tasks
-        self.dwT = np.zeros_like(self.w0T)
+        M, p, m = self.w0T.shape
+        self.W = np.zeros((M, 2 * m, p), self.dtype)
+        self.W[:, :m] = self.w0T.transpose(0, 2, 1)
         # Clean symbol tasks: w0 . x of a training pair is P1[u] + P2[v] with
         # P = S w0^T, so the centering needs no GEMM in the loop.
-        d = self.w0T.shape[1] // 2
+        d = p // 2
         self.P0 = [(t.symbols.astype(self.dtype) @ w0T[:d], t.symbols.astype(self.dtype) @ w0T[d:])
                    if t.has_symbol_basis else None for t, w0T in zip(tasks, self.w0T)]
 
     def _dwT(self):
-        return self.dwT
+        m = self.w0T.shape[2]
+        return self.W[:, m:].transpose(0, 2, 1)
 
     def run(self, pairs, noise_rngs):
         M, (p, m) = len(self.tasks), self.w0T.shape[1:]
         n, B = pairs[0][0].shape
         X = np.empty((M, B, p), self.dtype)
-        h0 = np.empty((M, B, m), self.dtype)
-        h = np.empty_like(h0)
-        grad_h = np.empty_like(h0)
+        H = np.empty((M, B, 2 * m), self.dtype)     # h0 | dh, then h0 | h
+        grad_h = np.empty((M, B, m), self.dtype)
         grad_a = np.empty_like(self.a0)
         Y = np.empty((M, B))
         loss = np.empty((M, n))
@@ -168,21 +179,26 @@ class DenseEngine(_DisplacementEngine):
         csum = np.empty(M)
         lrs = self.lrs.astype(self.dtype)
         drawn = _DrawnNoise(self.tasks, noise_rngs, pairs, B, p, self.dtype)
+        clean = all(P is not None for P in self.P0)
+        # dh of the clean models (their h0 from P0 in H's first half), or H's second half
+        D, offset = (np.empty((M, B, m), self.dtype), 0) if clean else (H, m)
         for t in range(n):
             drawn.inputs(t, X)
             for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
                 if k not in drawn.models:
                     X[k] = task.training_inputs(u[t], v[t], rng)
                 Y[k] = y[t]
-                if self.P0[k] is None:
-                    _gemm_into(h0[k], X[k], self.w0T[k])
+                if not clean:
+                    _gemm_into(H[k], X[k], self.W[k].T)
+                    if self.P0[k] is not None:      # h0 of a clean model beside noisy ones
+                        np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
                 else:
-                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=h0[k])
-                _gemm_into(h[k], X[k], self.dwT[k])
-            kern.dense_fused(h0, h, self.a0, self.da, Y, self.scales, grad_h, grad_a,
+                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
+                    _gemm_into(D[k], X[k], self.W[k, m:].T)
+            kern.dense_fused(H, D, offset, self.a0, self.da, Y, self.scales, grad_h, grad_a,
                              lsum, csum)
             for k in range(M):
-                _gemm_into(self.dwT[k], X[k].T, grad_h[k], alpha=-self.lrs[k], beta=1.0)
+                _gemm_into(self.W[k, m:], grad_h[k].T, X[k], alpha=-self.lrs[k], beta=1.0)
             grad_a *= lrs[:, None]
             self.da -= grad_a
             loss[:, t] = lsum / B

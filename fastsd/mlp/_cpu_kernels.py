@@ -139,7 +139,7 @@ def _backward_row(h, a0, da, ef, grad_h, grad_a):
 
 
 @_jitcache.njit
-def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
+def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, loss, correct):
     """Forward, loss and backward to the preactivations, for M models.
 
     Serial on purpose: it runs between two BLAS calls, and an OpenMP team
@@ -148,8 +148,11 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
 
     Parameters
     ----------
-    h0, dh : (M, B, m) arrays
-        w0 . x and dw . x for the batch; ``dh`` is overwritten with h = h0 + dh.
+    H : (M, B, n) array, n >= m
+        Per model and input, w0 . x in the first m entries.
+    D : (M, B, n') array, and offset : int
+        dw . x in D[k, b, offset:offset + m] (D may be H, with offset m);
+        overwritten with h = w0 . x + dw . x.
     a0, da : (M, m)
     y : (M, B) labels in {0, 1}
     scale : (M,) output scales 1/(gamma sqrt(d))
@@ -160,20 +163,21 @@ def dense_fused(h0, dh, a0, da, y, scale, grad_h, grad_a, loss, correct):
     loss, correct : (M,) out
         Sum of BCE over the batch and number of correct predictions.
     """
-    M, B, m = h0.shape
+    M, B, m = grad_h.shape
     for k in range(M):
         s = scale[k]
         lsum = 0.0
         csum = 0
         grad_a[k, :] = 0
         for b in range(B):
-            f = _output_row(h0[k, b], dh[k, b], a0[k], da[k], s, grad_h[k, b], 0.0)
+            h0, dh = H[k, b][:m], D[k, b][offset:offset + m]
+            f = _output_row(h0, dh, a0[k], da[k], s, grad_h[k, b], 0.0)
             for i in range(m):
-                dh[k, b, i] += h0[k, b, i]
+                dh[i] += h0[i]
             lsum += _bce(f, y[k, b])
             csum += (f > 0) == (y[k, b] > 0.5)
             ef = (_sigmoid(f) - y[k, b]) * s / B
-            _backward_row(dh[k, b], a0[k], da[k], ef, grad_h[k, b], grad_a[k])
+            _backward_row(dh, a0[k], da[k], ef, grad_h[k, b], grad_a[k])
         loss[k] = lsum
         correct[k] = csum
 
