@@ -115,7 +115,7 @@ def time_part(label, predictor, grid, args, workers):
     """The part's sample, extrapolation and peers, as a JSON-ready dict."""
     from fastsd.scan.executors import thread_limit
     from fastsd.scan.predictors import get_predictor
-    from fastsd.scan.runner import _pending_groups, _prepared_cells, predicted_wall
+    from fastsd.scan.runner import _pending_groups, _prepared_cells
 
     pred = get_predictor(predictor)
     cells = _prepared_cells(grid, pred)
@@ -139,11 +139,7 @@ def time_part(label, predictor, grid, args, workers):
             pred.run_group(small, "cpu")
             measured += time.perf_counter() - start
         predicted += pred.seconds(small, "cpu")
-    ratio = measured / predicted
-    out.update(modelled=True, sampled_groups=len(sample), sample_measured_s=measured,
-               sample_predicted_s=predicted, measured_over_predicted=ratio,
-               group_seconds=seconds, predicted_wall_s=predicted_wall(seconds, workers),
-               extrapolated_wall_s=predicted_wall([s * ratio for s in seconds], workers))
+    out.update(_extrapolated(seconds, len(sample), measured, predicted, workers))
     peers = {}
     for peer in args.peers:
         steps_by_shape = {}
@@ -166,7 +162,6 @@ def _time_untrained(out, pred, groups, seconds, args, workers):
     classifiers): the sampled groups predicted to take at most ``--untrained-max-seconds``
     are run in full (their cells cannot be shortened as training can), no peers."""
     from fastsd.scan.executors import thread_limit
-    from fastsd.scan.runner import predicted_wall
 
     timed = [i for i in _sample(seconds) if seconds[i] <= args.untrained_max_seconds]
     measured = predicted = 0.0
@@ -176,12 +171,20 @@ def _time_untrained(out, pred, groups, seconds, args, workers):
             pred.run_group(groups[i], "cpu")
             measured += time.perf_counter() - start
         predicted += seconds[i]
-    ratio = measured / predicted if timed else 1.0
-    return dict(out, modelled=True, sampled_groups=len(timed), sample_measured_s=measured,
+    return dict(out, **_extrapolated(seconds, len(timed), measured, predicted, workers),
+                peers_wall_s={})
+
+
+def _extrapolated(seconds, sampled, measured, predicted, workers):
+    """A modelled part's record: its groups' predicted seconds, the sample's measured over
+    predicted time (1 when nothing was timed), and both laid out on the workers."""
+    from fastsd.scan.runner import predicted_wall
+
+    ratio = measured / predicted if sampled else 1.0
+    return dict(modelled=True, sampled_groups=sampled, sample_measured_s=measured,
                 sample_predicted_s=predicted, measured_over_predicted=ratio,
                 group_seconds=seconds, predicted_wall_s=predicted_wall(seconds, workers),
-                extrapolated_wall_s=predicted_wall([s * ratio for s in seconds], workers),
-                peers_wall_s={})
+                extrapolated_wall_s=predicted_wall([s * ratio for s in seconds], workers))
 
 
 def _fmt(seconds):

@@ -155,6 +155,7 @@ class DenseEngine(_DisplacementEngine):
         M, p, m = self.w0T.shape
         self.W = np.zeros((M, 2 * m, p), self.dtype)
         self.W[:, :m] = self.w0T.transpose(0, 2, 1)
+        self.w0T = self.W[:, :m].transpose(0, 2, 1)     # a view: w0 is stored once
         # Clean symbol tasks: w0 . x of a training pair is P1[u] + P2[v] with
         # P = S w0^T, so the centering needs no GEMM in the loop.
         d = p // 2
@@ -168,8 +169,11 @@ class DenseEngine(_DisplacementEngine):
     def run(self, pairs, noise_rngs):
         M, (p, m) = len(self.tasks), self.w0T.shape[1:]
         n, B = pairs[0][0].shape
+        clean = all(P is not None for P in self.P0)
         X = np.empty((M, B, p), self.dtype)
-        H = np.empty((M, B, 2 * m), self.dtype)     # h0 | dh, then h0 | h
+        # h0 | dh, then h0 | h; for clean models h0 alone, dh in D
+        H = np.empty((M, B, m if clean else 2 * m), self.dtype)
+        D, offset = (np.empty((M, B, m), self.dtype), 0) if clean else (H, m)
         grad_h = np.empty((M, B, m), self.dtype)
         grad_a = np.empty_like(self.a0)
         Y = np.empty((M, B))
@@ -179,9 +183,6 @@ class DenseEngine(_DisplacementEngine):
         csum = np.empty(M)
         lrs = self.lrs.astype(self.dtype)
         drawn = _DrawnNoise(self.tasks, noise_rngs, pairs, B, p, self.dtype)
-        clean = all(P is not None for P in self.P0)
-        # dh of the clean models (their h0 from P0 in H's first half), or H's second half
-        D, offset = (np.empty((M, B, m), self.dtype), 0) if clean else (H, m)
         for t in range(n):
             drawn.inputs(t, X)
             for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
@@ -193,7 +194,7 @@ class DenseEngine(_DisplacementEngine):
                     if self.P0[k] is not None:      # h0 of a clean model beside noisy ones
                         np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
                 else:
-                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
+                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k])
                     _gemm_into(D[k], X[k], self.W[k, m:].T)
             kern.dense_fused(H, D, offset, self.a0, self.da, Y, self.scales, grad_h, grad_a,
                              lsum, csum)
