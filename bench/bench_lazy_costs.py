@@ -106,25 +106,44 @@ def fit_laws(rows):
     return laws
 
 
+def _pair(text):
+    """A --cells value: 'd:L' with d >= 1 and L >= 2, or 'none'."""
+    if text == "none":
+        return text
+    try:
+        d, L = map(int, text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected d:L (e.g. 256:512) or 'none'; got {text!r}")
+    if d < 1 or L < 2:
+        raise argparse.ArgumentTypeError(f"expected d >= 1 and L >= 2; got {text!r}")
+    return d, L
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cells", nargs="+", default=None,
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.strip().split("\n\n")[0].split()),
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--cells", nargs="+", default=None, type=_pair,
                     help="d:L pairs to time (default: the built-in sample); 'none' times nothing")
-    ap.add_argument("--steps", type=int, nargs="+", default=[25000])
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(HERE, "out", "bench_lazy_costs.jsonl"))
+    ap.add_argument("--steps", type=int, nargs="+", default=[25000],
+                    help="SGD steps' worth of flow time of each cell")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the cells")
+    ap.add_argument("--workers", type=int, default=2, help="cells timed at once")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "bench_lazy_costs.jsonl"),
+                    help="JSON lines: appended to, and every cell in it is fitted")
     ap.add_argument("--fit", action="store_true", help="print the refitted constants")
     args = ap.parse_args(argv)
+    if args.cells is not None and "none" in args.cells and len(args.cells) > 1:
+        ap.error("--cells: 'none' cannot be given with d:L pairs")
 
     from fastsd import _pricing
     from fastsd.kernels import costs
 
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    if args.cells == ["none"] and not os.path.exists(args.out):
+        raise SystemExit(f"no timed cells: {args.out} does not exist (bench/out is not in "
+                         f"the repository); time some first, without --cells none")
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     if args.cells != ["none"]:
-        pairs = SAMPLE if args.cells is None else [tuple(map(int, c.split(":")))
-                                                   for c in args.cells]
+        pairs = SAMPLE if args.cells is None else args.cells
         cells = sorted(((d, L, args.seed, s, 1000, 1024) for d, L in pairs for s in args.steps),
                        key=lambda c: -c[1] ** 3 * c[3])        # largest first
         measure(cells, args.workers, args.out)

@@ -366,7 +366,7 @@ def accuracy(task, prior, n_test, seed=None):
     n_test = BAYES.check({"prior": prior, "n_test": n_test})["n_test"]
     check_seed("seed", seed)
     # the pairs with their items, and per pair and symbol the memorizing prior's log terms
-    check_fits([Need(memory_bytes(task.d, task.L, n_test), f"the test pairs and their "
+    check_fits([Need(memory_bytes(task.d, task.L, n_test, prior), f"the test pairs and their "
                      f"likelihood terms ({n_test} pairs x ({task.input_dim} inputs + "
                      f"{task.L} symbols))", "n_test", n_test)])
     if not isinstance(seed, np.random.Generator):
@@ -388,10 +388,12 @@ def accuracy(task, prior, n_test, seed=None):
         task_seed_entropy=int(task.seed_entropy))
 
 
-def memory_bytes(d, L, n_test):
-    """Bytes ``accuracy`` allocates for n_test pairs of 2 d inputs against L symbols: the
-    pairs, their labels and halves, and the memorizing prior's n_test x L log terms."""
-    return n_test * (48 * d + 32 * L)
+def memory_bytes(d, L, n_test, prior):
+    """Bytes ``accuracy`` allocates for n_test pairs of 2 d inputs: the pairs, their labels
+    and halves, and for the memorizing prior the log terms of one block of pairs against the
+    L symbols (``_BLOCK`` entries, or one pair's L; eight such arrays at once)."""
+    terms = 64 * min(n_test * L, max(_BLOCK, L)) if prior == "memorizing" else 0
+    return n_test * 48 * d + terms
 
 
 def cost_features(d, L, n_test, prior):

@@ -285,3 +285,23 @@ def test_the_time_model_refuses_what_accuracy_refuses(kw, message):
     from fastsd.bayes import predicted_seconds
     with pytest.raises(ValueError, match=message):
         predicted_seconds(**{**dict(d=4, L=4, n_test=10, prior="memorizing"), **kw})
+
+
+@pytest.mark.parametrize("prior", ["generalizing", "memorizing"])
+def test_the_memory_accuracy_checks_is_what_it_allocates(prior):
+    # the memorizing prior works in blocks of pairs against the symbols: its memory does not
+    # grow with n_test x L (fig2's L = 8192, n_test = 20,000 once read 4.9 GiB)
+    import tracemalloc
+
+    from fastsd.bayes import memory_bytes
+    task = SameDifferent(d=16, L=4096, sigma2=0.5, seed=0)
+    tracemalloc.start()
+    try:
+        accuracy(task, prior, 3000, seed=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    want = memory_bytes(16, 4096, 3000, prior)
+    assert 0.5 < want / peak < 2.0, (want, peak)
+    assert memory_bytes(16, 10 ** 6, 3000, "generalizing") == memory_bytes(16, 2, 3000,
+                                                                          "generalizing")

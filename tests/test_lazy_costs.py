@@ -135,3 +135,25 @@ def test_bad_sizes_are_refused_by_name(kw, message):
             costs.memory_bytes(sizes["d"], sizes["L"], n_test=sizes["n_test"])
     with pytest.raises(TypeError, match="`L` must be an integer"):
         costs.expected_counts(8, 64.5, 100, 10)
+
+
+def test_modelled_takes_raw_settings_and_refuses_bad_ones():
+    assert costs.modelled({"d": 16, "L": 64}) is True          # defaults filled in
+    assert costs.modelled({"d": 16, "L": 64, "method": "regression"}) is False
+    with pytest.raises(ValueError, match="`settings` must give `L`"):
+        costs.modelled({"d": 16})
+    with pytest.raises(ValueError, match="`d` must be an integer >= 1; got 0"):
+        costs.modelled({"d": 0, "L": 64})
+    with pytest.raises(TypeError, match="`settings` must be a dict"):
+        costs.modelled(None)
+
+
+def test_the_laws_hold_at_the_edge_of_their_fitted_range_beyond_it():
+    # measured R falls slowly with d (17 at d = 1024, 12 at 16384, 7 at 10^5): beyond the
+    # fitted d the laws are read at the edge, so R does not climb with the fit's quadratic
+    edge = costs.expected_counts(costs.FITTED_D[1], 64, 25000, 1000)
+    far = costs.expected_counts(10 ** 9, 64, 25000, 1000)
+    assert far["kron_terms"] == edge["kron_terms"] < 20
+    # while the d-proportional test-input work still grows
+    assert costs.predicted_seconds(10 ** 5, 64, steps=25000, eval_every=1000, n_test=1024) > \
+        4 * costs.predicted_seconds(16384, 64, steps=25000, eval_every=1000, n_test=1024)

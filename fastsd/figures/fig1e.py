@@ -9,7 +9,8 @@ paper's grid (``paper_lattice``), with finite gamma ~ 0 networks (m = 4096) on
 a few of the same cells (same symbols) to compare. ``lazy_scaling`` reads L*(d) off the
 heatmap and fits L* ~ d^b with a bootstrap confidence interval. The heatmap's 1200 cells
 are predicted at about 15 hours on 2 cores (``fastsd reproduce fig1e --dry-run``, by
-``fastsd.kernels.costs``), the quick one's 20 at 2:41 (measured 2:09, 2026-12-03).
+``fastsd.kernels.costs``); the quick preset's lazy part at 2:49 (it took 2:09 of the
+whole quick preset's 2:19 on the 2-core Intel Xeon, 2026-12-03).
 """
 import numpy as np
 

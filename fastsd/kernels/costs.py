@@ -19,7 +19,10 @@ takes "kron" from L = ``kron.AUTO_FLOW_MIN_L``) does, in counted units
   entries an evaluation (matrix-free);
 - "cross": the same count from ``kron.TEST_CROSS_MIN_L`` on, where each test
   pair's block is cross-approximated (its GEMM, 2 k n_test L^2 flops with k
-  about 10-20, dominates).
+  about 10-20, dominates);
+- "inputs": the test pairs drawn, n_test x d an evaluation (fresh symbols);
+- "dots": their dot products with the L symbols, n_test L d an evaluation,
+  and the symbol Gram, L^2 d (these grow with d, the others do not).
 
 The terms R, the cross-approximation terms and the flow's steps are known only
 after the run (``solver_info``); ``expected_counts`` predicts them from d, L,
@@ -40,24 +43,25 @@ from .dynamics import POWER_ITERS
 from .kron import _TEST_TERMS, PROBES, TEST_CROSS_MIN_L
 
 #: Laws of the counts known after a run, fitted by least squares on the logarithms of
-#: 52 cells (``bench/bench_lazy_costs.py``: d 8..1024, L 64..1024, 5,000 and 25,000
+#: 56 cells (``bench/bench_lazy_costs.py``: d 8..16384, L 64..1024, 5,000 and 25,000
 #: steps, evaluations every 1,000), in u = ln d and v = ln L: ln R and
 #: ln(ACA terms) = c0 + c1 u + c2 u^2 + c3 v + c4 u v; the flow's steps beyond one a
 #: segment between evaluations, ln(1 + extra) = c0 + c1 u + c2 u^2 + c3 v + c4 u v
 #: + c5 ln(SGD steps), clipped at 0 (a segment takes one step at least; c5 >= 0, so
 #: a longer flow takes no fewer steps).
 COUNT_LAWS = {
-    "terms": (6.4041, -1.0153, 0.0766, 0.2081, -0.0331),
-    "aca_terms": (5.9633, -0.8660, 0.0719, 0.3681, -0.0520),
-    "flow_steps": (-3.7740, 1.1759, -0.0032, 1.0965, -0.3836, 0.5303),
+    "terms": (6.8904, -1.0038, 0.0551, 0.0374, 0.0016),
+    "aca_terms": (6.6819, -0.8883, 0.0481, 0.1408, -0.0059),
+    "flow_steps": (-4.0654, 1.1081, 0.0318, 1.3293, -0.4312, 0.5035),
 }
 
 #: Seconds per unit of ``cost_features`` on one thread (one BLAS thread, float64, backend
 #: "cpu"), two cells at once on the 2 cores as the scan's workers run them, fitted by
-#: non-negative least squares on relative error to the same 52 cells at their recorded
-#: counts (there within 0.70-1.48x; "gemm": 69 GFLOP/s a thread).
-PRICES = {"cell": 1.115, "build": 0.0, "aca": 1.189e-08, "gemm": 1.441e-11,
-          "vector": 1.277e-07, "test": 7.741e-09, "cross": 3.902e-09}
+#: non-negative least squares on relative error to the same 56 cells at their recorded
+#: counts ("gemm": 72 GFLOP/s a thread).
+PRICES = {"cell": 0.6299, "build": 0.0, "aca": 1.09e-08, "gemm": 1.392e-11,
+          "vector": 3.699e-07, "test": 5.596e-09, "cross": 2.289e-09, "inputs": 3.971e-08,
+          "dots": 1.375e-10}
 #: Where ``PRICES`` and ``COUNT_LAWS`` were measured.
 MEASURED_ON = "Intel Xeon (AVX-512), 2 cores, 2026-12-03"
 
@@ -67,8 +71,14 @@ def evaluations(steps, eval_every):
     return -(-steps // eval_every)
 
 
+#: The range of d and L the laws were fitted on: outside it they are read at its edge
+#: (measured R falls slowly with d, while the fitted quadratic in ln d would rise).
+FITTED_D, FITTED_L = (8, 16384), (64, 1024)
+
+
 def _law(coef, d, L, *extra):
-    u, v = math.log(d), math.log(L)
+    u = math.log(min(max(d, FITTED_D[0]), FITTED_D[1]))
+    v = math.log(min(max(L, FITTED_L[0]), FITTED_L[1]))
     terms = (1.0, u, u * u, v, u * v) + extra
     return sum(c * t for c, t in zip(coef, terms))
 
@@ -140,13 +150,15 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
     d, L, steps, eval_every, n_test = _check(d, L, steps, eval_every, n_test)
     c = expected_counts(d, L, steps, eval_every) if counts is None else counts
     L2 = float(L * L)
-    tests = evaluations(steps, eval_every) * n_test * L2
+    evals = evaluations(steps, eval_every)
+    tests = evals * n_test * L2
     cross = L >= TEST_CROSS_MIN_L
     return {"cell": 1.0, "build": c["kron_build_rows"] * L2,
             "aca": float(c["kron_aca_terms"]) ** 2 * L2,
             "gemm": 4.0 * c["kron_terms"] * L2 * L * c["flow_products"],
             "vector": L2 * c["flow_products"],
-            "test": 0.0 if cross else tests, "cross": tests if cross else 0.0}
+            "test": 0.0 if cross else tests, "cross": tests if cross else 0.0,
+            "inputs": float(evals * n_test * d), "dots": float(evals * n_test * L * d + L2 * d)}
 
 
 def memory_bytes(d, L, *, n_test):
@@ -194,11 +206,35 @@ def memory_bytes(d, L, *, n_test):
 
 def modelled(settings):
     """Whether a "lazy_limit" cell's time is modelled: the logistic flow of the NTK over all
-    pairs on solver "kron" (given, or "auto"'s choice at its L, d and default memory)."""
+    pairs on solver "kron" (given, or "auto"'s choice at its L, d and default memory).
+
+    Parameters
+    ----------
+    settings : dict
+        The cell's settings, with d and L; the others default as ``fastsd.params.LAZY_LIMIT``
+        declares them, and all are checked as a scan cell's are.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a missing d or L, or a setting out of range (as ``LAZY_LIMIT.check``).
+    """
     from .._memory import default_max_bytes
+    from ..params import LAZY_LIMIT
     from .solvers import SolveSize, choose_solver
 
-    s = settings
+    if not isinstance(settings, dict):
+        raise TypeError(f"`settings` must be a dict of a lazy_limit cell's settings; got "
+                        f"{settings!r:.80}.")
+    missing = [k for k in ("d", "L") if k not in settings]
+    if missing:
+        raise ValueError(f"`settings` must give `{missing[0]}`; got settings "
+                         f"{', '.join(sorted(settings)) or 'none'}.")
+    s = LAZY_LIMIT.check({**LAZY_LIMIT.defaults(), **settings})
     if s["method"] != "logistic_flow" or s["kernel"] != "ntk" or s["pairs"] != "all":
         return False
     if s["solver"] != "auto":

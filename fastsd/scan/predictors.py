@@ -452,13 +452,13 @@ class BayesPredictor(Predictor):
         as ``fastsd.bayes.accuracy`` checks them)."""
         from ..bayes import memory_bytes
 
-        return max(memory_bytes(s["d"], s["L"], s["n_test"]) for s in group)
+        return max(memory_bytes(s["d"], s["L"], s["n_test"], s["prior"]) for s in group)
 
     def cost_model(self, backend="cpu", dtype=None):
         """The Bayes-optimal part's time model (``fastsd.bayes.PRICES``)."""
         from ..bayes import MEASURED_ON
 
-        return f"bayes: shipped prices measured on {MEASURED_ON} (not calibrated here)"
+        return f"bayes: shipped prices measured on {MEASURED_ON} (not calibrated on this machine)"
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy
