@@ -48,7 +48,10 @@ _CHILD = r"""
 import json, os, sys
 import fastsd
 from fastsd.mlp import costs
-from fastsd.scan.executors import thread_limit
+try:
+    from fastsd import thread_limit
+except ImportError:                       # a checkout from before fastsd.thread_limit
+    from fastsd.scan.executors import thread_limit
 print(json.dumps({"fastsd": os.path.dirname(fastsd.__file__)}), flush=True)
 model, runs = None, {}
 for line in sys.stdin:
@@ -124,12 +127,13 @@ def main(argv=None):
                  f"got {args.against!r}")
 
     from fastsd.mlp import costs
-    from fastsd.scan.executors import thread_limit
+    from fastsd import thread_limit
+    from fastsd._threads import cpu_model
 
     model = costs.load("cpu", args.dtype, environ={**os.environ, costs.ENV: args.costs})
     shipped = costs.fallback("cpu", args.dtype)
     run_id = uuid.uuid4().hex[:12]
-    machine = {"cpu": costs.cpu_model(), "cores": os.cpu_count(), "python": sys.version.split()[0],
+    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": sys.version.split()[0],
                "platform": platform.platform(), "load_average": os.getloadavg()}
     print(f"CPU: {machine['cpu']}, {machine['cores']} cores; load average "
           f"{machine['load_average'][0]:.2f}; one thread; {args.models} models of one seed, "

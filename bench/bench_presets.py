@@ -113,7 +113,7 @@ def _peer_step_seconds(peer, shape, L, steps):
 
 def time_part(label, predictor, grid, args, workers):
     """The part's sample, extrapolation and peers, as a JSON-ready dict."""
-    from fastsd.scan.executors import thread_limit
+    from fastsd import thread_limit
     from fastsd.scan.predictors import get_predictor
     from fastsd.scan.runner import _pending_groups, _prepared_cells
 
@@ -161,7 +161,7 @@ def _time_untrained(out, pred, groups, seconds, args, workers):
     """A part computed by a shipped time model (the lazy limit, the Bayes-optimal
     classifiers): the sampled groups predicted to take at most ``--untrained-max-seconds``
     are run in full (their cells cannot be shortened as training can), no peers."""
-    from fastsd.scan.executors import thread_limit
+    from fastsd import thread_limit
 
     timed = [i for i in _sample(seconds) if seconds[i] <= args.untrained_max_seconds]
     measured = predicted = 0.0
@@ -238,12 +238,12 @@ def main(argv=None):
     run_full = [f for f in args.run_full.split(",") if f]
 
     from fastsd.mlp import costs
-    from fastsd.scan.executors import cpu_count
+    from fastsd._threads import cpu_count, cpu_model
     from fastsd.scan.runner import predicted_wall
 
     workers = cpu_count()
     run_id = uuid.uuid4().hex[:12]
-    print(f"CPU: {costs.cpu_model()}, {workers} cores (one worker per core, one thread each)")
+    print(f"CPU: {cpu_model()}, {workers} cores (one worker per core, one thread each)")
     print(f"cost model: {costs.load('cpu', 'float32').describe()}")
     head = (f"{'preset':<8} {'part':<10} {'cells':>5} {'groups':>6} {'meas/pred':>9} "
             f"{'predicted':>9} {'extrapol.':>9} {'measured':>9}"
@@ -299,7 +299,7 @@ def main(argv=None):
             print(f"{report['heading']}\n{report['table']}\n(results in {folder})")
         record = {"run_id": run_id, "time": datetime.datetime.now(datetime.timezone.utc)
                   .isoformat(timespec="seconds"), "preset": fig, "parts": parts,
-                  "measured_wall_s": measured, "workers": workers, "cpu": costs.cpu_model(),
+                  "measured_wall_s": measured, "workers": workers, "cpu": cpu_model(),
                   "cost_model": costs.load("cpu", "float32").describe()}
         with open(args.out, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")

@@ -23,6 +23,7 @@ _LAZY = {
     "CifarPairs": ("fastsd.tasks", "CifarPairs"),
     "lazy_limit": ("fastsd.kernels", "lazy_limit"),
     "ntk": ("fastsd.kernels", "ntk"),
+    "thread_limit": ("fastsd._threads", "thread_limit"),
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
             "walkers", "kernels", "bayes", "reproduce", "figures", "params", "conventions")

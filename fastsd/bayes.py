@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import __version__
+from . import __version__, _probe, _threads
 from ._json import strict_json
 from ._memory import Need, check_fits
 from ._pricing import predict
@@ -82,6 +82,7 @@ PRIORS = BAYES["prior"].choices
 _BLOCK = 1 << 20
 
 
+@_threads.computing
 def log_likelihood_ratio(z1, z2, sigma2, prior="generalizing", symbols=None):
     """Log-likelihood ratio of "same" over "different" for noisy pairs (App. E).
 
@@ -313,6 +314,7 @@ class BayesAccuracy:
         return strict_json({"kind": "bayes", "version": __version__, **self.__dict__})
 
 
+@_threads.computing
 def accuracy(task, prior, n_test, seed=None):
     """Test accuracy of the Bayes-optimal classifier on fresh noisy pairs (Sec. 3.4, Fig. 2).
 
@@ -440,5 +442,9 @@ MEASURED_ON = "Intel Xeon (AVX-512), 2 cores, 2026-12-02"
 
 
 def predicted_seconds(d, L, n_test, prior):
-    """Predicted seconds of ``accuracy`` on one thread (``cost_features`` times ``PRICES``)."""
-    return predict(PRICES, cost_features(d, L, n_test, prior))
+    """Predicted seconds of ``accuracy`` on one thread (``cost_features`` times ``PRICES``,
+    scaled to this machine by ``fastsd._probe``)."""
+    from .mlp.costs import machine_factors
+
+    return predict(_probe.scale(PRICES, ("gemm",), machine_factors()),
+                   cost_features(d, L, n_test, prior))

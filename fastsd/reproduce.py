@@ -71,7 +71,8 @@ def _run_parts(preset, stores, backend, progress):
     from concurrent.futures import ThreadPoolExecutor
 
     from .scan import run
-    from .scan.executors import cpu_count, local_pool
+    from ._threads import cpu_count
+    from .scan.executors import local_pool
 
     with local_pool(cpu_count(), 1) as pool, ThreadPoolExecutor(len(stores)) as parts:
         try:

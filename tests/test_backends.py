@@ -424,26 +424,43 @@ def test_engine_calls_of_any_length_give_the_same_bits(monkeypatch):
         assert_results_equal(a, b)
 
 
-@pytest.mark.parametrize("L", [None, 96])
-@pytest.mark.parametrize("path", ["dense", "symbol"])
-def test_result_independent_of_thread_count(path, L):
-    # Numba's and BLAS's threads (both paths call BLAS: the dense path's GEMMs, the symbol
-    # path's update of Q inside its kernel); L = 96 makes those GEMMs large enough to split.
-    from fastsd.scan.executors import thread_limit
+THREAD_CASES = {
+    # small mixed ensembles, then sizes whose GEMMs and batches are cut into many blocks: the
+    # float32 GEMMs of "dense-96" and "symbol-96" differed between 1 and 2 OpenBLAS threads
+    # on its Haswell kernel (2-core AMD EPYC) before fastsd cut them itself
+    "dense": ("dense", None), "symbol": ("symbol", None), "dense-96": ("dense", 96),
+    "symbol-96": ("symbol", 96), "noisy-96": ("dense", "noisy"), "psvrt": ("dense", "psvrt"),
+}
 
+
+@pytest.mark.parametrize("case", list(THREAD_CASES))
+def test_result_independent_of_thread_count(case):
+    # fastsd's team and Numba's pool (1, 2 and 3 threads), and BLAS inside the symbol
+    # path's kernel; test outputs and the final weights, float32
+    from fastsd import thread_limit
+    from fastsd.tasks import PSVRT
+
+    path, size = THREAD_CASES[case]
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba is limited to one thread here (NUMBA_NUM_THREADS < 2)")
-    tasks = mixed_tasks() if L is None else [SameDifferent(d=32, L=L, seed=s) for s in (1, 2)]
-    gammas, seeds = (MIXED_GAMMAS, MIXED_SEEDS) if L is None else ([1.0, 0.1], [3, 4])
     kw = dict(ENSEMBLE, backend="cpu", path=path, dtype="float32")
-    if L is not None:
-        kw.update(width=256, batch_size=128, steps=40)
-    with thread_limit(1):
-        r1 = train_ensemble(tasks, gammas, seeds, **kw)
-    with thread_limit(2):
-        r2 = train_ensemble(tasks, gammas, seeds, **kw)
-    for a, b in zip(r1, r2):
-        assert_results_equal(a, b)
+    gammas, seeds = [1.0, 0.1], [3, 4]
+    if size is None:
+        tasks, gammas, seeds = mixed_tasks(), MIXED_GAMMAS, MIXED_SEEDS
+    elif size == "psvrt":
+        tasks = [PSVRT(patch=3, n_patches=4, n_train_patterns=8, seed=s) for s in (1, 2)]
+    else:
+        tasks = [SameDifferent(d=32, L=96, sigma2=0.5 if size == "noisy" else 0.0, seed=s)
+                 for s in (1, 2)]
+    if size is not None:
+        kw.update(width=300, batch_size=100, steps=30, eval_every=15, n_test=200)
+    results = []
+    for n in (1, 2, 3):
+        with thread_limit(n):
+            results.append(train_ensemble(tasks, gammas, seeds, **kw))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert_results_equal(a, b)
 
 
 # -- Numba loss, sigmoid and ReLU at the edges --------------------------------------
@@ -493,28 +510,32 @@ def test_dense_fused_exact_at_huge_logits(dtype, F, concatenated):
     da = np.zeros((1, m), dtype)
     scale = np.array([1.0])
     grad_h = np.full((1, B, m), np.nan, dtype)
-    grad_a = np.full((1, m), np.nan, dtype)
-    loss = np.zeros(1)
-    correct = np.zeros(1)
+    grad_a = np.full((2, m), np.nan, dtype)              # two row blocks' parts
     h = (h0 + dh)[0].astype(np.float64)                  # the preactivations
+    parts = []
     if concatenated:
         H = np.ascontiguousarray(np.concatenate([h0, dh], axis=2))
-        _cpu_kernels.dense_fused(H, H, m, a0, da, y, scale, grad_h, grad_a, loss, correct)
+        for j, (b0, b1) in enumerate([(0, 1), (1, B)]):
+            parts.append(_cpu_kernels.dense_fused(H, H, m, a0, da, y, scale, grad_h,
+                                                  grad_a[j], 0, b0, b1))
         np.testing.assert_array_equal(H[0, :, m:], h)          # dh half overwritten with h
     else:
-        _cpu_kernels.dense_fused(h0, dh, 0, a0, da, y, scale, grad_h, grad_a, loss, correct)
+        for j, (b0, b1) in enumerate([(0, 1), (1, B)]):
+            parts.append(_cpu_kernels.dense_fused(h0, dh, 0, a0, da, y, scale, grad_h,
+                                                  grad_a[j], 0, b0, b1))
         np.testing.assert_array_equal(dh[0], h)
+    loss, correct = [sum(p[i] for p in parts) for i in (0, 1)]
     f = fsign * F
     err = np.where(f > 0, 1.0, 0.0) - y[0]              # sigmoid(+-F) is exactly 1 or 0
     exact_loss = np.where(err != 0, F, 0.0)             # BCE = F when wrong, 0 when right
-    assert loss[0] == exact_loss.sum()
-    assert correct[0] == np.sum(err == 0)
+    assert loss == exact_loss.sum()
+    assert correct == np.sum(err == 0)
     for b in range(B):
         for i in range(m):
             expect = err[b] / B * a0[0, i] if h[b, i] > 0 else 0.0
             assert grad_h[0, b, i] == expect, (b, i)
     expect_a = np.array([sum(err[b] / B * max(h[b, i], 0) for b in range(B)) for i in range(m)])
-    np.testing.assert_array_equal(grad_a[0], expect_a.astype(dtype))
+    np.testing.assert_array_equal(grad_a[0] + grad_a[1], expect_a.astype(dtype))
     assert np.all(np.isfinite(grad_h)) and np.all(np.isfinite(grad_a))
 
 

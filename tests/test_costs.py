@@ -22,8 +22,13 @@ TINY_SHAPES = (("dense", 4, 4, 8, 4, 1, "symbols"), ("dense", 4, 8, 16, 8, 2, "n
 
 
 @pytest.fixture
-def home(tmp_path):
-    """An environment whose cache root is a fresh folder, calibrations allowed."""
+def home(tmp_path, monkeypatch):
+    """An environment whose cache root is a fresh folder, calibrations allowed; the machine
+    probe (tests/test_probe.py) answers fixed factors."""
+    from fastsd import _probe
+
+    monkeypatch.setattr(_probe, "_MEMO", {})
+    monkeypatch.setattr(costs, "probe", lambda repeats=5: {"gemm": 2.0, "scalar": 1.5})
     return {"XDG_CACHE_HOME": str(tmp_path / "cache"), costs.ENV: "auto"}
 
 
@@ -185,7 +190,7 @@ def test_a_calibration_of_another_machine_or_other_sources_is_ignored(home, fiel
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
     assert costs.cached("cpu", "float32", home) is None
-    assert costs.load("cpu", "float32", home) == costs.fallback()
+    assert costs.load("cpu", "float32", home) == costs.probed("cpu", "float32", home)
     fresh = tiny_calibration(home)               # calibrating here replaces it
     assert costs.load("cpu", "float32", home) == fresh
 
@@ -195,7 +200,7 @@ def test_an_unreadable_cache_falls_back(home):
     os.makedirs(os.path.dirname(path))
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("{not json")
-    assert costs.load("cpu", "float32", home) == costs.fallback()
+    assert costs.load("cpu", "float32", home) == costs.probed("cpu", "float32", home)
 
 
 def test_calibration_needs_every_path_and_a_backend_that_has_one():

@@ -15,6 +15,7 @@ tangent kernel is ntk / (gamma^2 d).
 """
 import numpy as np
 
+from .. import _threads
 from .._memory import check_fits, need
 from .._validation import check_array
 from .backend import KERNELS
@@ -60,6 +61,7 @@ def _kernels(X, Y):
     return [k.astype(out, copy=False) for k in ops.arccos_kernels(X, Y)]
 
 
+@_threads.computing
 def arccos(X, Y, order=1):
     """Arc-cosine kernel of order 0 or 1 between the rows of X and Y.
 
@@ -105,6 +107,7 @@ def arccos(X, Y, order=1):
     return _kernels(X, Y)[order]
 
 
+@_threads.computing
 def nngp(X, Y):
     """NNGP kernel E[relu(w.x) relu(w.y)], w ~ N(0, I): ``arccos(X, Y, order=1)``.
 
@@ -122,6 +125,7 @@ def nngp(X, Y):
     return _kernels(X, Y)[1]
 
 
+@_threads.computing
 def ntk(X, Y):
     """Infinite-width NTK of the two-layer ReLU network: (x.y) k0 + k1 (App. D).
 

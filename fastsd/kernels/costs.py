@@ -37,7 +37,9 @@ dense or matrix-free solvers) are not modelled: ``modelled`` says which are.
 """
 import math
 
+from .. import _probe
 from .._pricing import predict
+from ..mlp.costs import machine_factors
 from .._validation import check_int
 from .dynamics import POWER_ITERS
 from .kron import _TEST_TERMS, PROBES, TEST_CROSS_MIN_L
@@ -251,15 +253,27 @@ def modelled(settings):
 def predicted_seconds(d, L, *, steps, eval_every, n_test):
     """Predicted seconds of one flow cell on solver "kron" on one thread (``cost_features``
     at ``expected_counts``, times ``PRICES``)."""
-    return predict(PRICES, cost_features(d, L, steps=steps, eval_every=eval_every,
-                                         n_test=n_test))
+    return predict(prices(), cost_features(d, L, steps=steps, eval_every=eval_every,
+                                           n_test=n_test))
+
+
+#: The units of ``cost_features`` that are float64 GEMM multiply-adds (the products, the
+#: cross-approximated test logits), scaled by this machine's GEMM rate (``fastsd._probe``).
+GEMM_UNITS = ("gemm", "cross")
+
+
+def prices(environ=None):
+    """``PRICES`` scaled to this machine (``fastsd._probe``; as fitted under
+    ``FASTSD_COSTS=fallback``)."""
+    return _probe.scale(PRICES, GEMM_UNITS, machine_factors(environ))
 
 
 def describe():
     """One line on where the lazy limit's prices come from, for ``--dry-run``."""
-    return (f"lazy limit: shipped prices and count laws measured on {MEASURED_ON} "
-            f"(not calibrated on this machine)")
+    f = machine_factors()
+    return (f"lazy limit: shipped prices and count laws measured on {MEASURED_ON}, scaled "
+            f"to this machine by its probe (GEMM x{f['gemm']:.2f}, other x{f['scalar']:.2f})")
 
 
-__all__ = ["COUNT_LAWS", "PRICES", "cost_features", "describe", "evaluations",
-           "expected_counts", "memory_bytes", "modelled", "predicted_seconds"]
+__all__ = ["COUNT_LAWS", "GEMM_UNITS", "PRICES", "cost_features", "describe", "evaluations",
+           "expected_counts", "memory_bytes", "modelled", "predicted_seconds", "prices"]

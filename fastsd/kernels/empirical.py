@@ -1,6 +1,7 @@
 """Monte Carlo tangent kernel of a finite centered two-layer ReLU network."""
 import numpy as np
 
+from .. import _threads
 from .._rng import seed_sequence
 from .._memory import check_fits, need
 from .._validation import check_array, check_int, check_seed
@@ -10,6 +11,7 @@ from ..mlp.model import init_params
 _CHUNK = 4096
 
 
+@_threads.computing
 def empirical_ntk(X, Y, width, seed=None):
     """Tangent kernel at initialisation of one finite network of the given width.
 

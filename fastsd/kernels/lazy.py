@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, _threads
 from .._json import strict_json
 from .._memory import Need, check_fits, default_max_bytes
 from .._rng import recorded_seed, seed_sequence, train_streams
@@ -167,6 +167,7 @@ class LazyResult:
         return rec
 
 
+@_threads.computing
 def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=None, n_test=1024,
                test_x=None, ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None,
                kernel_tol=None, steps=25000, alpha0=None, eval_every=1000, batch_size=128,

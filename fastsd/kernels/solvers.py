@@ -59,7 +59,7 @@ what it stores and provides:
 ``op.threads()``
     A context manager for the BLAS threading its products want, entered by
     the dynamics and the regression solve: one thread by default (memory-bound
-    matrix-vector products, ``one_blas_thread``).
+    matrix-vector products, ``fastsd._threads.compute``).
 
 The auto rule: the solvers that prefer the problem (``auto_prefers``) first,
 then by ``auto_rank``; the first whose ``auto_refusal`` is None is taken; when
@@ -89,12 +89,11 @@ singular Gram), lam is raised tenfold from 1e-12 of the mean diagonal until it
 succeeds. "cg" uses lam >= 1e-12 of the mean diagonal of W^1/2 K W^1/2. The
 lam used is the "jitter" of the record.
 """
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _progress
+from .. import _progress, _threads
 from .._memory import fmt_bytes
 from ..exceptions import SizeTooLargeError
 from .pairs import Logits
@@ -209,20 +208,6 @@ def choose_solver(name, size):
         f"use pairs=<n> to sample n pairs" + (f", or {insist} to insist." if insist else "."))
 
 
-def one_blas_thread():
-    """Limit BLAS to one thread where threadpoolctl is installed.
-
-    The iterative solvers make thousands of memory-bound matrix-vector
-    products; OpenBLAS's two-thread gemv measured 10x slower than one thread
-    on a loaded 2-core machine.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
-
-
 class Solver:
     """Base of the solvers: the interface in the module notes, and its defaults.
 
@@ -290,8 +275,8 @@ class Solver:
         return {}
 
     def threads(self):
-        """The BLAS threading of its products: one thread (``one_blas_thread``)."""
-        return one_blas_thread()
+        """The BLAS threading of its products: one thread (``fastsd._threads.compute``)."""
+        return _threads.compute()
 
 
 @register_solver("dense", auto_rank=0)

@@ -26,34 +26,12 @@ import hashlib
 import math
 
 import numpy as np
-from scipy.linalg import blas
 
-from .. import _philox
+from .. import _philox, _threads
+from .._gemm import Gemm, Gemms, gemm_into as _gemm_into
 from .._philox import NormalStream
 from . import _cpu_kernels as kern
 from .model import Params
-
-
-def _gemm_into(out, a, b, alpha=1.0, beta=0.0):
-    """out = alpha a @ b + beta out, in place, by one BLAS gemm call.
-
-    Every GEMM in a training loop goes through here (SciPy's BLAS): mixing in
-    NumPy's matmul, which has its own OpenBLAS and thread pool, makes the two
-    pools spin against each other.
-
-    ``out`` is a C-contiguous 2-D array; ``a`` and ``b`` are C- or
-    F-contiguous. Working on the transposes (out^T = alpha b^T a^T + beta
-    out^T, with out^T Fortran-ordered) lets BLAS write into ``out`` directly,
-    without temporaries or copies.
-    """
-    gemm = blas.sgemm if out.dtype == np.float32 else blas.dgemm
-    ta, tb = b.T, a.T
-    trans_a = not ta.flags.f_contiguous
-    trans_b = not tb.flags.f_contiguous
-    res = gemm(alpha, b if trans_a else ta, a if trans_b else tb, beta=beta, c=out.T,
-               trans_a=trans_a, trans_b=trans_b, overwrite_c=True)
-    if not np.shares_memory(res, out):      # BLAS had to copy: write back
-        out[...] = res.T
 
 
 def _first_equal(arrays):
@@ -179,31 +157,42 @@ class DenseEngine(_DisplacementEngine):
         Y = np.empty((M, B))
         loss = np.empty((M, n))
         correct = np.empty((M, n))
-        lsum = np.empty(M)
-        csum = np.empty(M)
         lrs = self.lrs.astype(self.dtype)
         drawn = _DrawnNoise(self.tasks, noise_rngs, pairs, B, p, self.dtype)
+        # fixed blocks per model (fastsd._gemm), one team job per phase for all models
+        forward = Gemms([Gemm(D[k], X[k], self.W[k, m:].T) if clean
+                         else Gemm(H[k], X[k], self.W[k].T) for k in range(M)])
+        update = Gemms([Gemm(self.W[k, m:], grad_h[k].T, X[k], alpha=-self.lrs[k], beta=1.0)
+                        for k in range(M)])
+        edges = [*range(0, B, kern.ROW_BLOCK), B]
+        J = len(edges) - 1
+        blocks = [(k, j) for k in range(M) for j in range(J)]
+        part_a = np.empty((M, J, m), self.dtype)
+        part_loss, part_correct = np.empty((M, J)), np.empty((M, J))
+
+        def fused(i):
+            k, j = blocks[i]
+            part_loss[k, j], part_correct[k, j] = kern.dense_fused(
+                H, D, offset, self.a0, self.da, Y, self.scales, grad_h, part_a[k, j], k,
+                edges[j], edges[j + 1])
+
         for t in range(n):
             drawn.inputs(t, X)
             for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
                 if k not in drawn.models:
                     X[k] = task.training_inputs(u[t], v[t], rng)
                 Y[k] = y[t]
-                if not clean:
-                    _gemm_into(H[k], X[k], self.W[k].T)
-                    if self.P0[k] is not None:      # h0 of a clean model beside noisy ones
-                        np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
-                else:
-                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k])
-                    _gemm_into(D[k], X[k], self.W[k, m:].T)
-            kern.dense_fused(H, D, offset, self.a0, self.da, Y, self.scales, grad_h, grad_a,
-                             lsum, csum)
-            for k in range(M):
-                _gemm_into(self.W[k, m:], grad_h[k].T, X[k], alpha=-self.lrs[k], beta=1.0)
+            forward.run()
+            for k, (u, v, _) in enumerate(pairs):
+                if self.P0[k] is not None:      # h0 of a clean model is a lookup
+                    np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
+            _threads.run_parts(fused, len(blocks), kern.FUSED_UNIT_WORK * M * B * m)
+            part_a.sum(axis=1, out=grad_a)      # the row blocks' parts, in block order
+            update.run()
             grad_a *= lrs[:, None]
             self.da -= grad_a
-            loss[:, t] = lsum / B
-            correct[:, t] = csum / B
+            loss[:, t] = part_loss.sum(axis=1) / B
+            correct[:, t] = part_correct.sum(axis=1) / B
         drawn.advance(n)
         return loss, correct
 
@@ -312,10 +301,11 @@ class SymbolEngine(_DisplacementEngine):
         M = len(pairs)
         loss = np.empty((M, n))
         correct = np.empty((M, n))
-        kern.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
-                          self.a0, self.da, u, v, y, first, count, n_distinct,
-                          np.asarray(batch_of, dtype=np.int64), self.scales, self.lrs,
-                          loss, correct)
+        with _threads.at_most(M):          # one thread per model at most
+            kern.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
+                              self.a0, self.da, u, v, y, first, count, n_distinct,
+                              np.asarray(batch_of, dtype=np.int64), self.scales, self.lrs,
+                              loss, correct)
         return loss / B, correct / B
 
 
@@ -406,6 +396,10 @@ CALIBRATION = (
     ("symbol", 1024, 16, 1024, 128, 1, "symbols"), ("symbol", 1024, 16, 256, 32, 1, "symbols"),
     ("symbol", 2048, 16, 128, 8, 1, "symbols"),
 )
+
+#: The units of ``step_features`` that count BLAS multiply-adds: scaled by this machine's
+#: GEMM rate where no calibration is stored (``fastsd.mlp.costs.probed``).
+GEMM_UNITS = ("gemm", "update")
 
 #: Seconds per unit of each path's features on one thread, fitted (``fastsd.mlp.costs.fit``)
 #: to the fastest of five runs of ``CALIBRATION`` on the 2-core development machine (Intel

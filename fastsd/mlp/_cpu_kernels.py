@@ -10,8 +10,9 @@ with h0 = w0 . x and dh = dw . x. The difference of ReLUs is formed exactly
 of h0) keeps full relative precision in float32 instead of cancelling
 f(theta) - f(theta0).
 
-Dense path: GEMMs by BLAS (SciPy's, written in place), then ``dense_fused`` for ReLU, mask,
-readout reduction, centering, loss and gradient in one pass. The noisy task's inputs are
+Dense path: GEMMs by BLAS (SciPy's, written in place, in fixed blocks on fastsd's team,
+``fastsd._gemm``), then ``dense_fused`` for ReLU, mask, readout reduction, centering, loss and
+gradient in one pass over blocks of a batch's rows, also on the team. The noisy task's inputs are
 built by ``noise_uniforms`` (Box-Muller's uniforms from the Philox words of its
 counter-based noise, fastsd._philox), NumPy's vectorised log, sqrt, cos and sin, and
 ``noisy_inputs``.
@@ -44,6 +45,8 @@ from .. import _jitcache, _numerics, _philox
 _FASTMATH = {"contract"}
 _LANES = 16
 _ROWS = 64           # inputs per thread task in centered_output
+ROW_BLOCK = 32       # rows of a batch per part of the dense step's fused kernel
+FUSED_UNIT_WORK = 100   # one (row, unit) of dense_fused takes about 100 GEMM multiply-adds' time
 
 
 @nb.njit(inline="always")
@@ -138,13 +141,13 @@ def _backward_row(h, a0, da, ef, grad_h, grad_a):
             grad_h[i] = 0
 
 
-@_jitcache.njit
-def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, loss, correct):
-    """Forward, loss and backward to the preactivations, for M models.
+@_jitcache.njit(nogil=True)
+def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1):
+    """Forward, loss and backward to the preactivations: model k, rows b0 .. b1 - 1 of its batch.
 
-    Serial on purpose: it runs between two BLAS calls, and an OpenMP team
-    spinning beside OpenBLAS's threads on few cores costs far more than the
-    O(M B m) work it would share.
+    One part of the dense step's team job (``DenseEngine.run``: the rows of a
+    batch in blocks of ``ROW_BLOCK``, fixed by the batch size, so the partial
+    sums are the same for any thread count). Releases the GIL.
 
     Parameters
     ----------
@@ -157,29 +160,31 @@ def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, loss, correct):
     y : (M, B) labels in {0, 1}
     scale : (M,) output scales 1/(gamma sqrt(d))
     grad_h : (M, B, m) out
-        d(mean loss)/dh.
-    grad_a : (M, m) out
-        d(mean loss)/d a.
-    loss, correct : (M,) out
-        Sum of BCE over the batch and number of correct predictions.
+        d(mean loss)/dh, rows b0 .. b1 - 1 of model k.
+    grad_a : (m,) out
+        These rows' part of d(mean loss)/d a (in row order).
+    k, b0, b1 : int
+
+    Returns
+    -------
+    (float, int)
+        Sum of BCE over the rows and number of correct predictions.
     """
-    M, B, m = grad_h.shape
-    for k in range(M):
-        s = scale[k]
-        lsum = 0.0
-        csum = 0
-        grad_a[k, :] = 0
-        for b in range(B):
-            h0, dh = H[k, b][:m], D[k, b][offset:offset + m]
-            f = _output_row(h0, dh, a0[k], da[k], s, grad_h[k, b], 0.0)
-            for i in range(m):
-                dh[i] += h0[i]
-            lsum += _bce(f, y[k, b])
-            csum += (f > 0) == (y[k, b] > 0.5)
-            ef = (_sigmoid(f) - y[k, b]) * s / B
-            _backward_row(dh, a0[k], da[k], ef, grad_h[k, b], grad_a[k])
-        loss[k] = lsum
-        correct[k] = csum
+    B, m = grad_h.shape[1], grad_h.shape[2]
+    s = scale[k]
+    lsum = 0.0
+    csum = 0
+    grad_a[:] = 0
+    for b in range(b0, b1):
+        h0, dh = H[k, b][:m], D[k, b][offset:offset + m]
+        f = _output_row(h0, dh, a0[k], da[k], s, grad_h[k, b], 0.0)
+        for i in range(m):
+            dh[i] += h0[i]
+        lsum += _bce(f, y[k, b])
+        csum += (f > 0) == (y[k, b] > 0.5)
+        ef = (_sigmoid(f) - y[k, b]) * s / B
+        _backward_row(dh, a0[k], da[k], ef, grad_h[k, b], grad_a)
+    return lsum, csum
 
 
 # The noise's generator: fastsd._philox's plain-Python Philox4x32-10, inlined.

@@ -38,10 +38,12 @@ Cache
     the home folder, an edited engine, an upgraded library) is ignored.
 Fallback
     Without a valid calibration, the backend module's ``FALLBACK_PRICES`` are
-    used: for "cpu" a fit measured on the 2-core development machine. Setting
-    the environment variable ``FASTSD_COSTS=fallback`` uses them even where
-    a calibration is stored (the tests do, so that "auto" picks the same
-    path on every machine).
+    used (for "cpu" a fit measured on the 2-core development machine), scaled
+    to this machine by ``fastsd._probe`` (``probed``: its GEMM and scalar rates
+    against the development machine's, timed once in under a second and
+    cached). Setting the environment variable ``FASTSD_COSTS=fallback`` uses
+    them as fitted, unscaled, even where a calibration is stored (the tests
+    do, so that "auto" picks the same path on every machine).
 
 The path of a model is chosen as if it trained alone (``CostModel.choose``),
 so the path, and hence the numbers, of a model in an ensemble are those of
@@ -52,13 +54,12 @@ import functools
 import json
 import math
 import os
-import platform
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__, _jitcache, _progress
+from .. import __version__, _jitcache, _probe, _progress
 from .._pricing import fit as fit_prices
 from .._pricing import predict
 from .._dispatch import FAMILIES
@@ -99,9 +100,9 @@ class CostModel:
     prices : dict
         {path: {unit: seconds per unit}}, the units of the backend module's
         ``step_features`` (and of ``eval_features``, priced as "dense").
-    source : {"calibrated", "fallback"}
-        Measured on this machine (``calibrate``) or the backend's shipped
-        ``FALLBACK_PRICES``.
+    source : {"calibrated", "probed", "fallback"}
+        Measured on this machine (``calibrate``), the backend's shipped
+        ``FALLBACK_PRICES`` scaled to this machine (``probed``), or those as fitted.
     machine : dict, optional
         Where the prices were measured (``machine_key``); for the fallback,
         the backend's ``FALLBACK_MACHINE``.
@@ -198,6 +199,11 @@ class CostModel:
         if self.source == "calibrated":
             return (f"{self.backend} {self.dtype} cost model calibrated on this machine ({where}) "
                     f"at {self.measured_at}")
+        if self.source == "probed":
+            f = m.get("probe", {})
+            return (f"{self.backend} {self.dtype} cost model: the shipped prices ({where}) "
+                    f"scaled to this machine by its probe (GEMM x{f.get('gemm', 1):.2f}, "
+                    f"other x{f.get('scalar', 1):.2f}); `fastsd calibrate` measures it")
         return (f"{self.backend} {self.dtype} cost model: the shipped fallback prices "
                 f"({where}); `fastsd calibrate` measures this machine")
 
@@ -249,18 +255,6 @@ def crossover(model, *, input_dim, width, batch_size, max_L=1 << 20):
 
 # -- this machine ----------------------------------------------------------------------
 
-def cpu_model():
-    """The CPU's model name (``/proc/cpuinfo``), else the platform's processor or machine."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
 @functools.lru_cache(maxsize=None)
 def machine_key(backend="cpu"):
     """What a calibration of ``backend`` depends on: CPU, cores, fastsd and its engines' sources,
@@ -268,7 +262,7 @@ def machine_key(backend="cpu"):
     import numba
     import scipy
 
-    from ..scan.executors import cpu_count
+    from .._threads import cpu_count, cpu_model
 
     return {"backend": backend, "cpu": cpu_model(), "cores": cpu_count(),
             "fastsd": __version__, "sources": _jitcache.source_hash(parts=SOURCES),
@@ -340,11 +334,81 @@ def cached(backend="cpu", dtype="float32", environ=None):
 
 
 def fallback(backend="cpu", dtype="float32"):
-    """The backend's shipped prices (``FALLBACK_PRICES``) as a ``CostModel``."""
+    """The backend's shipped prices (``FALLBACK_PRICES``) as a ``CostModel``, as fitted."""
     check_choice("dtype", dtype, DTYPES)
     module = _module(backend)
     return CostModel(backend=backend, dtype=dtype, prices=module.FALLBACK_PRICES[dtype],
                      source="fallback", machine=module.FALLBACK_MACHINE)
+
+
+#: The engine steps the machine probe times (``probe``): (path, L, d, width, batch size,
+#: steps a run), one model, float32: dense steps, where the GEMMs weigh most, and symbol
+#: steps, where scalar code does.
+PROBES = (("dense", 16, 256, 1024, 128, 6), ("dense", 16, 64, 1024, 128, 12),
+          ("symbol", 16, 256, 1024, 128, 120), ("symbol", 256, 256, 1024, 128, 12))
+
+
+def probe(repeats=5):
+    """This machine's time over the shipped prices' machine, for GEMM and other work, now.
+
+    Times the "cpu" engine at ``PROBES`` (one thread; the probes take turns,
+    ``repeats`` rounds, the fastest run of each kept) and fits the two factors of
+    ``fastsd._probe`` to them: measured = f_gemm x (the shipped float32 prices'
+    GEMM units) + f_scalar x (their other units), by non-negative least squares
+    on relative error. About 0.7 s once the kernels are loaded.
+
+    Returns
+    -------
+    dict of str to float
+        {"gemm", "scalar"}: > 1 where this machine is slower; at least 0.05.
+    """
+    from scipy.optimize import nnls
+
+    from .._threads import thread_limit
+
+    module = _module("cpu")
+    reference = fallback("cpu", "float32")
+    parts, runs = [], []
+    with thread_limit(1):
+        for path, L, d, m, B, steps in PROBES:
+            prices = reference.prices[path]
+            features = module.step_features(path, L, B, m, 2 * d)
+            gemm = {u: v for u, v in prices.items() if u in module.GEMM_UNITS}
+            rest = {u: v for u, v in prices.items() if u not in module.GEMM_UNITS}
+            parts.append([predict(gemm, features), predict(rest, features)])
+            run = step_timer(path, L=L, d=d, width=m, batch_size=B)
+            run(1)                  # load the kernels, warm the caches
+            runs.append((run, steps))
+        seconds = [math.inf] * len(runs)
+        for _ in range(check_int("repeats", repeats, 1)):
+            for i, (run, steps) in enumerate(runs):
+                seconds[i] = min(seconds[i], run(steps) / steps)
+    f, _ = nnls(np.array(parts) / np.array(seconds)[:, None], np.ones(len(seconds)))
+    return {"gemm": float(max(f[0], 0.05)), "scalar": float(max(f[1], 0.05))}
+
+
+def machine_factors(environ=None):
+    """This machine's factors against the shipped prices' machine (``fastsd._probe``):
+    cached per machine, else measured by ``probe``; 1 under ``FASTSD_COSTS=fallback``."""
+    return _probe.factors(probe, machine_key("cpu"), environ)
+
+
+def probed(backend="cpu", dtype="float32", environ=None):
+    """The shipped prices scaled to this machine by ``fastsd._probe`` (source "probed").
+
+    A backend module that names its GEMM units (``GEMM_UNITS``, the host's BLAS) has
+    those scaled by ``fastsd._probe``'s "gemm" factor and the others by its "scalar"
+    factor; one that names none (the GPU's nominal prices) keeps its prices.
+    """
+    model = fallback(backend, dtype)
+    units = getattr(_module(backend), "GEMM_UNITS", None)
+    if units is None:
+        return model
+    factors = machine_factors(environ)
+    prices = {path: _probe.scale(p, units, factors) for path, p in model.prices.items()}
+    return CostModel(backend=backend, dtype=dtype, prices=prices, source="probed",
+                     machine=dict(model.machine, probe={k: round(v, 3)
+                                                        for k, v in factors.items()}))
 
 
 def load(backend="cpu", dtype="float32", environ=None):
@@ -368,8 +432,10 @@ def load(backend="cpu", dtype="float32", environ=None):
     _module(backend)
     mode = environ.get(ENV) or "auto"
     check_choice(ENV, mode, ("auto", "fallback"))
-    model = cached(backend, dtype, environ) if mode == "auto" else None
-    return model if model is not None else fallback(backend, dtype)
+    if mode == "fallback":
+        return fallback(backend, dtype)
+    model = cached(backend, dtype, environ)
+    return model if model is not None else probed(backend, dtype, environ)
 
 
 # -- calibration -------------------------------------------------------------------------
@@ -462,7 +528,7 @@ def measure(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype=
     float
         Seconds per step.
     """
-    from ..scan.executors import thread_limit
+    from .._threads import thread_limit
 
     repeats = check_int("repeats", repeats, 1)
     seconds = check_float("seconds", seconds, positive=True)
@@ -533,7 +599,7 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
         When the backend cannot run here.
     """
     from ..params import CALIBRATE
-    from ..scan.executors import thread_limit
+    from .._threads import thread_limit
 
     c = CALIBRATE.check(dict(dtype=dtype, repeats=repeats, seconds=seconds))
     dtype, repeats, seconds = c["dtype"], c["repeats"], c["seconds"]

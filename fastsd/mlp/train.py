@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import __version__, _philox, _progress
+from .. import __version__, _philox, _progress, _threads
 from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._json import strict_json
@@ -284,6 +284,7 @@ def _memory_needs(tasks, paths, test_sources, M, width, batch_size, n_test, item
     return needs
 
 
+@_threads.computing        # BLAS on one thread; fastsd's team runs the GEMMs in fixed blocks
 def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
                    eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
                    init="normal", batches="host", progress=False):

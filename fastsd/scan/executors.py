@@ -15,14 +15,7 @@ import time
 from contextlib import contextmanager
 
 from .. import _stop
-
-
-def cpu_count():
-    """Return the number of cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:          # not on Linux
-        return os.cpu_count() or 1
+from .._threads import THREAD_VARIABLES, cpu_count, thread_limit
 
 
 def run_group(predictor, group, backend, dtype, threads):
@@ -49,33 +42,6 @@ def run_group(predictor, group, backend, dtype, threads):
         return pred.run_group(group, backend=backend, dtype=dtype)
     with thread_limit(threads):
         return pred.run_group(group, backend=backend, dtype=dtype)
-
-
-@contextmanager
-def thread_limit(threads):
-    """Limit BLAS (every loaded library, through threadpoolctl) and Numba to ``threads``.
-
-    The limits hold inside the ``with`` block and are restored after it.
-    """
-    import importlib
-
-    import numba
-    from threadpoolctl import threadpool_limits
-
-    importlib.import_module("scipy.linalg.blas")     # load every BLAS before limiting them
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    try:
-        with threadpool_limits(limits=threads):
-            yield
-    finally:
-        numba.set_num_threads(before)
-
-
-#: Environment variables that size the thread pools of BLAS, OpenMP and Numba at import.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "NUMBA_NUM_THREADS")
 
 
 def _worker_init(threads, parent):

@@ -457,8 +457,11 @@ class BayesPredictor(Predictor):
     def cost_model(self, backend="cpu", dtype=None):
         """The Bayes-optimal part's time model (``fastsd.bayes.PRICES``)."""
         from ..bayes import MEASURED_ON
+        from ..mlp.costs import machine_factors
 
-        return f"bayes: shipped prices measured on {MEASURED_ON} (not calibrated on this machine)"
+        f = machine_factors()
+        return (f"bayes: shipped prices measured on {MEASURED_ON}, scaled to this machine by "
+                f"its probe (GEMM x{f['gemm']:.2f}, other x{f['scalar']:.2f})")
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy

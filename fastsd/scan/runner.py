@@ -11,7 +11,8 @@ from .. import _progress, _stop
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore
-from .executors import check_executor, cpu_count, submit_groups
+from .._threads import cpu_count
+from .executors import check_executor, submit_groups
 from .grid import Grid
 from .mainguard import workers_unavailable
 from .predictors import get_predictor

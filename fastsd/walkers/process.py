@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, _threads
 from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._rng import recorded_seed, seed_sequence
@@ -154,6 +154,7 @@ def _needs(module, L, batch_size, n_walkers):
                  f"int64)", ("n_walkers", W), ("L", L))] + module.buffers(L, batch_size, W)
 
 
+@_threads.computing
 def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backend="auto",
              walker_offset=0):
     """Run an ensemble of independent sign-update Markov processes (App. C.3).

@@ -1,0 +1,116 @@
+"""This machine's speed against the machine the shipped prices were fitted on.
+
+The shipped time models (the MLP's ``FALLBACK_PRICES``, the lazy limit's and the
+Bayes part's ``PRICES``) were fitted on one development machine. On another
+CPU the same work runs at other rates, and GEMMs and scalar code do not change
+alike (an AVX2 CPU multiplies float32 matrices at less than half an AVX-512
+CPU's rate while its scalar code nearly keeps pace). ``factors()`` finds two
+factors, this machine's time over the reference machine's:
+
+"gemm"
+    for BLAS multiply-adds (the units a model names as its ``GEMM_UNITS``);
+"scalar"
+    for everything else (compiled kernels, NumPy, Python).
+
+``fastsd.mlp.costs.probe`` times the MLP's real engine (``step_timer``, one thread)
+at its ``PROBES``: dense steps, where the GEMMs weigh most, and symbol-path steps,
+where scalar code does. The shipped float32 prices predict each on the
+reference machine (where they were fitted, within a few percent), split into
+their GEMM and other units; the two factors fit measured = f_gemm x GEMM part
++ f_scalar x other part over the probes (non-negative least squares on relative
+error, as the prices were fitted). It takes about 0.6 s once the kernels are
+loaded.
+
+A price is then scaled by the factor of its unit (``scale``). The factors are
+cached in ``<cache root>/probe.json`` (``fastsd._jitcache.cache_root``) under the
+machine's key (the MLP calibration's: CPU model, cores, fastsd's engines, NumPy,
+SciPy, Numba), so the probe runs once a machine. ``FASTSD_COSTS=fallback`` (the
+tests) keeps the prices as fitted: factors of 1.
+"""
+import json
+import os
+
+from . import _jitcache
+
+#: Version of the cache file's layout.
+FORMAT = 2
+KINDS = ("gemm", "scalar")
+#: Where the reference (the shipped prices) was measured.
+REFERENCE_MACHINE = "Intel Xeon (AVX-512), 2 cores, 2026-12-02"
+
+
+def cache_path(environ=None):
+    """The file of the cached probe: ``<cache root>/probe.json``."""
+    return os.path.join(_jitcache.cache_root(environ), "probe.json")
+
+
+_MEMO = {}
+
+
+def factors(measure, key, environ=None):
+    """This machine's seconds over the reference machine's, by kind of work.
+
+    Cached per machine (``cache_path``), else measured and stored.
+
+    Parameters
+    ----------
+    measure : callable
+        Returns the factors, measured now (``fastsd.mlp.costs.probe``).
+    key : dict
+        The machine's key (JSON-ready): a file stored under another is ignored.
+    environ : mapping, optional
+        Environment variables (default ``os.environ``): ``FASTSD_COSTS``
+        ("fallback": factors of 1) and those of the cache root.
+
+    Returns
+    -------
+    dict of str to float
+        {"gemm", "scalar"}: > 1 where this machine is slower.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("FASTSD_COSTS") == "fallback":
+        return {k: 1.0 for k in KINDS}
+    path = cache_path(environ)
+    if path in _MEMO:
+        return _MEMO[path]
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if data.get("format") == FORMAT and data.get("machine") == key and all(
+                isinstance(data["factors"].get(k), float) and data["factors"][k] > 0
+                for k in KINDS):
+            _MEMO[path] = data["factors"]
+            return data["factors"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    got = measure()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"format": FORMAT, "machine": key, "factors": got}, fh, indent=1)
+        os.replace(tmp, path)
+    except OSError:             # a read-only cache: measure again in the next process
+        pass
+    _MEMO[path] = got
+    return got
+
+
+def scale(prices, gemm_units, f):
+    """``prices`` (unit -> seconds on the reference machine) for this machine.
+
+    Parameters
+    ----------
+    prices : dict of str to float
+    gemm_units : collection of str
+        The units that count BLAS multiply-adds (scaled by ``f["gemm"]``); the
+        others are scaled by ``f["scalar"]``.
+    f : dict
+        The machine's factors (``factors``).
+
+    Returns
+    -------
+    dict of str to float
+    """
+    return {unit: value * f["gemm" if unit in gemm_units else "scalar"]
+            for unit, value in prices.items()}

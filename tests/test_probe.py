@@ -1,0 +1,80 @@
+"""The machine probe (fastsd._probe): factors measured once per machine, cached, applied.
+
+The factors scale the shipped prices (fitted on the reference machine) to this
+one; they must be positive, cached under the machine's key, ignored when the
+key differs or the file is damaged, and left at 1 under FASTSD_COSTS=fallback.
+"""
+import json
+
+import pytest
+
+from fastsd import _probe
+from fastsd.kernels import costs as lazy_costs
+from fastsd.mlp import _cpu, costs
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An empty cache root, the probe's memo cleared, FASTSD_COSTS unset (auto)."""
+    monkeypatch.setattr(_probe, "_MEMO", {})
+    monkeypatch.delenv("FASTSD_COSTS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return {"XDG_CACHE_HOME": str(tmp_path)}
+
+
+def test_the_probe_measures_positive_factors_in_about_a_second():
+    f = costs.probe(repeats=2)
+    assert set(f) == set(_probe.KINDS)
+    # any real CPU is within a factor of 20 of the development machine
+    assert all(0.05 <= v < 20 for v in f.values()), f
+
+
+def test_fallback_keeps_the_prices_as_fitted():
+    one = costs.machine_factors({"FASTSD_COSTS": "fallback"})
+    assert one == {"gemm": 1.0, "scalar": 1.0}
+    prices = {"gemm": 2.0, "unit": 3.0}
+    assert _probe.scale(prices, ("gemm",), one) == prices
+
+
+def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
+    calls = []
+
+    def fake(repeats=5):
+        calls.append(repeats)
+        return {"gemm": 2.5, "scalar": 1.5}
+
+    monkeypatch.setattr(costs, "probe", fake)
+    assert costs.machine_factors(home) == {"gemm": 2.5, "scalar": 1.5}
+    path = _probe.cache_path(home)
+    stored = json.load(open(path))
+    assert stored["machine"] == costs.machine_key("cpu") and stored["format"] == _probe.FORMAT
+    monkeypatch.setattr(_probe, "_MEMO", {})                 # a new process reads the file
+    f = costs.machine_factors(home)
+    assert f == {"gemm": 2.5, "scalar": 1.5} and len(calls) == 1
+    # scaled prices: GEMM units by "gemm", the others by "scalar"
+    assert _probe.scale({"gemm": 2.0, "unit": 4.0}, ("gemm",), f) == {"gemm": 5.0, "unit": 6.0}
+    # another machine's file, or a damaged one, is measured again
+    for damage in ({**stored, "machine": dict(stored["machine"], cpu="another CPU")},
+                   {**stored, "factors": {"gemm": -1.0, "scalar": 1.0}}, "not json {"):
+        with open(path, "w") as fh:
+            fh.write(damage if isinstance(damage, str) else json.dumps(damage))
+        monkeypatch.setattr(_probe, "_MEMO", {})
+        costs.machine_factors(home)
+    assert len(calls) == 4
+
+
+def test_without_a_calibration_the_cost_models_use_the_probed_prices(home, monkeypatch):
+    monkeypatch.setattr(costs, "probe", lambda repeats=5: {"gemm": 2.0, "scalar": 3.0})
+    model = costs.load("cpu", "float32", home)
+    shipped = costs.fallback("cpu", "float32")
+    assert model.source == "probed" and "probe" in model.describe()
+    for path, prices in shipped.prices.items():
+        for unit, price in prices.items():
+            factor = 2.0 if unit in _cpu.GEMM_UNITS else 3.0
+            assert model.prices[path][unit] == pytest.approx(factor * price)
+    # the GPU's nominal prices are not the host's to scale
+    assert costs.load("cuda", "float32", home).source == "fallback"
+    lazy = lazy_costs.prices(home)
+    for unit, price in lazy_costs.PRICES.items():
+        factor = 2.0 if unit in lazy_costs.GEMM_UNITS else 3.0
+        assert lazy[unit] == pytest.approx(factor * price)
