@@ -13,9 +13,10 @@ in fresh child processes under three settings that take turns:
 A child compiles (or loads) its kernels in a first short run (a tenth of the
 steps, or a small call), then times the case ``--repeats`` times, in seconds per
 unit (an SGD step, or a whole call). The settings' children take turns, in a
-rotating order, ``--rounds`` times, and the fastest run of each setting is kept. The table gives each setting's time, the
-default over the best explicit setting (target: at most 1.3), and the process
-CPU time of the default over its wall time (spinning threads show as CPU).
+rotating order, ``--rounds`` times, and the fastest run of each setting is kept.
+The table gives each setting's time, the default over the best explicit setting
+(target: at most 1.3), and the process CPU time of the default over its wall
+time (spinning threads show as CPU).
 
 ``--against DIR`` times another checkout of fastsd (``git worktree add
 /tmp/before <rev>``) in the same run, its children taking turns with this

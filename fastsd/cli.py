@@ -49,10 +49,10 @@ def _add_train_parser(sub):
                                                 "summary")
 
 
-#: Wall time of each figure's --quick preset on the 2-core development machine (AMD EPYC,
-#: 2026-12-01, Numba's cache warm; each figure module's QUICK_WALL_TIME, and the README
-#: table, which a test holds equal to this).
+#: Wall time of each figure's --quick preset on ``QUICK_WALL_TIME_MACHINE`` (each figure
+#: module's QUICK_WALL_TIME, and the README table, which a test holds equal to this).
 QUICK_WALL_TIME = {name: figure.QUICK_WALL_TIME for name, figure in REGISTRY.items()}
+QUICK_WALL_TIME_MACHINE = "idle 2-core AMD EPYC (AVX2), 2026-12-03; the Intel Xeon is 1.5-2x faster"
 
 
 def _add_reproduce_parser(sub):
@@ -69,7 +69,8 @@ def _add_reproduce_parser(sub):
             "trained models and (L, P) units, already there are skipped), then draw "
             "DIR/<figure>.png and .svg and print its table, with progress bars on stderr "
             "(--quiet: none). 'all' does every figure.", 78),
-        epilog=f"--quick wall time on an idle 2-core machine (Numba cache warm; the first run compiles ~30 s more):\n{times}")
+        epilog=f"--quick wall time on the {QUICK_WALL_TIME_MACHINE} (Numba cache warm; the "
+               f"first run compiles ~30 s more):\n{times}")
     p.add_argument("figure", choices=FIGURES + ("all",),
                    help="; ".join(f"{name}: {figure.HELP}" for name, figure in REGISTRY.items())
                    + "; all: every figure in turn")
@@ -88,8 +89,9 @@ def _add_reproduce_parser(sub):
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--dry-run", action="store_true",
                    help="run and write nothing: print the cells, how many DIR already has, the "
-                        "predicted wall time on this machine (fastsd calibrate's cost model) "
-                        "and the memory needed")
+                        "predicted wall time on this machine (fastsd calibrate's cost model, else "
+                        "the shipped prices scaled by this machine's probe) and the memory "
+                        "needed")
     p.set_defaults(func=_cmd_reproduce)
 
 

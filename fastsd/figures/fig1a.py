@@ -7,7 +7,7 @@ lockstep on one task, and each is stored as a unit with its weight structure
 from ._units import Units, run_units, trained_on, train_models
 
 HELP = "weight alignment vs readout, rich and lazy (d=128, L=16)"
-QUICK_WALL_TIME = "2 s"
+QUICK_WALL_TIME = "3 s"
 _TITLE = "Fig. 1a/1d: hidden-weight alignment against readout"
 FULL = Units("fig1a", _TITLE, dict(d=128, L=16, width=1024, steps=15_000, eval_every=3000,
                                    seed=0))

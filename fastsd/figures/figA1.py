@@ -8,7 +8,7 @@ from ..conventions import IMAGE_LAZY_GAMMA
 from ._units import Units, run_units, trained_on, train_models
 
 HELP = "hidden weights as images, rich and lazy"
-QUICK_WALL_TIME = "7 s"
+QUICK_WALL_TIME = "19 s"
 _TITLE = "Fig. A1: parallel and antiparallel regions in hidden weights (App. A)"
 FULL = Units("figA1", _TITLE, dict(width=512, steps=20_000, eval_every=2000, seed=0))
 QUICK = Units("figA1-quick", _TITLE, dict(width=256, steps=3000, eval_every=500, seed=0))
