@@ -47,70 +47,44 @@ ROOT = os.path.dirname(HERE)
 THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                     "MKL_NUM_THREADS")
 
+_TRAIN = """
+import fastsd
+task = {task}
+UNIT, SCALE = "step", {steps}
+def run(n):
+    fastsd.{call}(task, {gammas}, width={width}, steps=n, eval_every=n, n_test=256{extra})
+    return n
+"""
+
+
+def _train(task, steps, *, path=None, width=1024, ensemble=None):
+    """A training case's child source: ``train`` (or ``train_ensemble`` of the gammas
+    ``ensemble``, seed 1) of ``task`` for ``steps`` steps a timed run."""
+    gammas = "1.0, seed=1" if ensemble is None else f"{ensemble!r}, 1"
+    return _TRAIN.format(task=task, steps=steps, width=width, gammas=gammas,
+                         call="train" if ensemble is None else "train_ensemble",
+                         extra="" if path is None else f", path={path!r}")
+
+
 #: name -> (description, Python source run in the child: defines ``run(scale)``, which
 #: does the work and returns its number of units, ``UNIT`` and ``SCALE``).
 CASES = {
-    "dense-d64": ("train, dense path, d = 64, L = 8, m = 1024", """
-import fastsd
-task = fastsd.SameDifferent(d=64, L=8, seed=0)
-UNIT, SCALE = "step", 300
-def run(n):
-    fastsd.train(task, 1.0, width=1024, steps=n, seed=1, path="dense", eval_every=n,
-                 n_test=256)
-    return n
-"""),
-    "dense-d256": ("train, dense path, d = 256, L = 16, m = 1024", """
-import fastsd
-task = fastsd.SameDifferent(d=256, L=16, seed=0)
-UNIT, SCALE = "step", 150
-def run(n):
-    fastsd.train(task, 1.0, width=1024, steps=n, seed=1, path="dense", eval_every=n,
-                 n_test=256)
-    return n
-"""),
-    "symbol-d256": ("train, symbol path, d = 256, L = 16, m = 1024", """
-import fastsd
-task = fastsd.SameDifferent(d=256, L=16, seed=0)
-UNIT, SCALE = "step", 2000
-def run(n):
-    fastsd.train(task, 1.0, width=1024, steps=n, seed=1, path="symbol", eval_every=n,
-                 n_test=256)
-    return n
-"""),
-    "symbol-d64": ("train, symbol path, d = 64, L = 64, m = 1024", """
-import fastsd
-task = fastsd.SameDifferent(d=64, L=64, seed=0)
-UNIT, SCALE = "step", 1000
-def run(n):
-    fastsd.train(task, 1.0, width=1024, steps=n, seed=1, path="symbol", eval_every=n,
-                 n_test=256)
-    return n
-"""),
-    "ensemble6": ("train_ensemble, 6 gammas of one seed, dense, d = 256, L = 16, m = 1024", """
-import fastsd
-task = fastsd.SameDifferent(d=256, L=16, seed=0)
-UNIT, SCALE = "step", 40
-def run(n):
-    fastsd.train_ensemble(task, [1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0], 1, width=1024, steps=n,
-                          path="dense", eval_every=n, n_test=256)
-    return n
-"""),
-    "noisy-d64": ("train, noisy task (sigma2 = 0.5), dense, d = 64, L = 8, m = 1024", """
-import fastsd
-task = fastsd.SameDifferent(d=64, L=8, sigma2=0.5, seed=0)
-UNIT, SCALE = "step", 200
-def run(n):
-    fastsd.train(task, 1.0, width=1024, steps=n, seed=1, eval_every=n, n_test=256)
-    return n
-"""),
-    "psvrt": ("train, PSVRT 5 x 5 patches on a 5 x 5 grid, m = 512", """
-import fastsd
-task = fastsd.tasks.PSVRT(patch=5, n_patches=5, n_train_patterns=16, seed=0)
-UNIT, SCALE = "step", 200
-def run(n):
-    fastsd.train(task, 1.0, width=512, steps=n, seed=1, eval_every=n, n_test=256)
-    return n
-"""),
+    "dense-d64": ("train, dense path, d = 64, L = 8, m = 1024",
+                  _train("fastsd.SameDifferent(d=64, L=8, seed=0)", 300, path="dense")),
+    "dense-d256": ("train, dense path, d = 256, L = 16, m = 1024",
+                   _train("fastsd.SameDifferent(d=256, L=16, seed=0)", 150, path="dense")),
+    "symbol-d256": ("train, symbol path, d = 256, L = 16, m = 1024",
+                    _train("fastsd.SameDifferent(d=256, L=16, seed=0)", 2000, path="symbol")),
+    "symbol-d64": ("train, symbol path, d = 64, L = 64, m = 1024",
+                   _train("fastsd.SameDifferent(d=64, L=64, seed=0)", 1000, path="symbol")),
+    "ensemble6": ("train_ensemble, 6 gammas of one seed, dense, d = 256, L = 16, m = 1024",
+                  _train("fastsd.SameDifferent(d=256, L=16, seed=0)", 40, path="dense",
+                         ensemble=[1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0])),
+    "noisy-d64": ("train, noisy task (sigma2 = 0.5), dense, d = 64, L = 8, m = 1024",
+                  _train("fastsd.SameDifferent(d=64, L=8, sigma2=0.5, seed=0)", 200)),
+    "psvrt": ("train, PSVRT 5 x 5 patches on a 5 x 5 grid, m = 512",
+              _train("fastsd.tasks.PSVRT(patch=5, n_patches=5, n_train_patterns=16, seed=0)",
+                     200, width=512)),
     "lazy-L256": ("lazy_limit, logistic flow, d = 256, L = 256 (kron), 5000 steps", """
 import fastsd
 UNIT, SCALE = "call", 1

@@ -35,8 +35,6 @@ from . import _jitcache
 #: Version of the cache file's layout.
 FORMAT = 2
 KINDS = ("gemm", "scalar")
-#: Where the reference (the shipped prices) was measured.
-REFERENCE_MACHINE = "Intel Xeon (AVX-512), 2 cores, 2026-12-02"
 
 
 def cache_path(environ=None):

@@ -198,6 +198,7 @@ class _Team:
         self._job = None
         self._generation = 0
         self._helpers = 0
+        self._wanted = 0          # helpers that join the current job
         self._busy = threading.Lock()
 
     def _helper(self, index):
