@@ -181,15 +181,15 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def positive(kind):
+def positive(kind, least=0):
     def parse(text):
         try:
             values = [kind(x) for x in text.split(",")]
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s; "
                                              f"got {text!r}") from None
-        if not values or min(values) < (0 if kind is int else 1):
-            raise argparse.ArgumentTypeError(f"expected values >= 0; got {text!r}")
+        if not values or min(values) < least:
+            raise argparse.ArgumentTypeError(f"expected values >= {least}; got {text!r}")
         return values
     return parse
 
@@ -201,7 +201,7 @@ def main(argv=None):
                     help=f"comma-separated cases (default: all of {', '.join(CASES)})")
     ap.add_argument("--loads", type=positive(int), default=[0, 1, 2],
                     help="background CPU-bound processes, comma-separated (default 0,1,2)")
-    ap.add_argument("--threads", type=positive(int), default=[1, 2],
+    ap.add_argument("--threads", type=positive(int, least=1), default=[1, 2],
                     help="explicit thread counts to compare with (default 1,2)")
     ap.add_argument("--repeats", type=int, default=2,
                     help="timed runs per child (default 2)")

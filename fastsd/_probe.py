@@ -35,6 +35,8 @@ from . import _jitcache
 #: Version of the cache file's layout.
 FORMAT = 2
 KINDS = ("gemm", "scalar")
+#: The factors a cached file may hold; outside them (a damaged file) the probe runs again.
+LIMITS = (0.05, 20.0)
 
 
 def cache_path(environ=None):
@@ -75,8 +77,8 @@ def factors(measure, key, environ=None):
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
         if data.get("format") == FORMAT and data.get("machine") == key and all(
-                isinstance(data["factors"].get(k), float) and data["factors"][k] > 0
-                for k in KINDS):
+                isinstance(data["factors"].get(k), float)
+                and LIMITS[0] <= data["factors"][k] <= LIMITS[1] for k in KINDS):
             _MEMO[path] = data["factors"]
             return data["factors"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -17,11 +17,12 @@ The policy (README, "Threads"):
 
 ``threads()`` is Numba's thread count (``NUMBA_NUM_THREADS``,
 ``numba.set_num_threads``, ``thread_limit``) capped at the cores this process may use:
-the one knob. ``thread_limit(n)`` sets it for a block, and the scans' workers run under
+the one knob. ``thread_limit(threads)`` sets it for a block, and the scans' workers run under
 ``thread_limit(1)``.
 """
 import functools
 import itertools
+import numbers
 import os
 import threading
 from contextlib import contextmanager
@@ -108,12 +109,12 @@ def computing(fn):
 
 
 @contextmanager
-def thread_limit(n):
-    """Limit fastsd (its team and Numba) and every loaded BLAS to ``n`` threads in the block.
+def thread_limit(threads):
+    """Limit fastsd (its team and Numba) and every loaded BLAS to ``threads`` in the block.
 
     Parameters
     ----------
-    n : int
+    threads : int
         Threads, >= 1. The limits are restored after the block.
 
     Raises
@@ -123,8 +124,9 @@ def thread_limit(n):
     """
     import numba
 
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"`threads` must be an integer >= 1; got {n!r}.")
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+        raise ValueError(f"`threads` must be an integer >= 1; got {threads!r}.")
+    n = int(threads)
     before = numba.get_num_threads()
     numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
     try:

@@ -55,12 +55,13 @@ def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
     assert _probe.scale({"gemm": 2.0, "unit": 4.0}, ("gemm",), f) == {"gemm": 5.0, "unit": 6.0}
     # another machine's file, or a damaged one, is measured again
     for damage in ({**stored, "machine": dict(stored["machine"], cpu="another CPU")},
-                   {**stored, "factors": {"gemm": -1.0, "scalar": 1.0}}, "not json {"):
+                   {**stored, "factors": {"gemm": -1.0, "scalar": 1.0}},
+                   {**stored, "factors": {"gemm": 1e308, "scalar": 1.0}}, "not json {"):
         with open(path, "w") as fh:
             fh.write(damage if isinstance(damage, str) else json.dumps(damage))
         monkeypatch.setattr(_probe, "_MEMO", {})
         costs.machine_factors(home)
-    assert len(calls) == 4
+    assert len(calls) == 5
 
 
 def test_without_a_calibration_the_cost_models_use_the_probed_prices(home, monkeypatch):

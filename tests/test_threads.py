@@ -143,4 +143,6 @@ def test_thread_limit_refuses_bad_counts():
 def test_threads_follow_the_limit():
     with thread_limit(1):
         assert _threads.threads() == 1
+    with thread_limit(np.int64(1)):                # any integer type
+        assert _threads.threads() == 1
     assert 1 <= _threads.threads() <= _threads.cpu_count()
