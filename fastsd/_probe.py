@@ -10,7 +10,13 @@ factors, this machine's time over the reference machine's:
 "gemm"
     for BLAS multiply-adds (the units a model names as its ``GEMM_UNITS``);
 "scalar"
-    for everything else (compiled kernels, NumPy, Python).
+    for everything else (compiled kernels, NumPy, Python);
+"gemm64"
+    for float64 BLAS multiply-adds (the lazy limit's kernel products and test
+    blocks, the Bayes-optimal distances): ``float64_gemm_seconds`` times the
+    lazy flow's two product GEMMs against ``REFERENCE_FLOAT64_GEMM``, their
+    seconds a flop on the reference machine (the lazy limit's fitted "gemm"
+    price, ``fastsd.kernels.costs.PRICES``).
 
 ``fastsd.mlp.costs.probe`` times the MLP's real engine (``step_timer``, one thread)
 at its ``PROBES``: dense steps, where the GEMMs weigh most, and symbol-path steps,
@@ -18,10 +24,12 @@ where scalar code does. The shipped float32 prices predict each on the
 reference machine (where they were fitted, within a few percent), split into
 their GEMM and other units; the two factors fit measured = f_gemm x GEMM part
 + f_scalar x other part over the probes (non-negative least squares on relative
-error, as the prices were fitted). It takes about 0.6 s once the kernels are
-loaded.
+error, as the prices were fitted); between its rounds it times the float64
+product (``float64_gemm_seconds``), the fastest of the rounds kept. About a
+second once the kernels are loaded.
 
-A price is then scaled by the factor of its unit (``scale``). The factors are
+A price is then scaled by the factor of its unit (``scale``): a float32 model's GEMM
+units by "gemm", a float64 model's by "gemm64", the other units by "scalar". The factors are
 cached in ``<cache root>/probe.json`` (``fastsd._jitcache.cache_root``) under the
 machine's key (the MLP calibration's: CPU model, cores, fastsd's engines, NumPy,
 SciPy, Numba), so the probe runs once a machine. ``FASTSD_COSTS=fallback`` (the
@@ -33,10 +41,42 @@ import os
 from . import _jitcache
 
 #: Version of the cache file's layout.
-FORMAT = 2
-KINDS = ("gemm", "scalar")
+FORMAT = 3
+KINDS = ("gemm", "scalar", "gemm64")
 #: The factors a cached file may hold; outside them (a damaged file) the probe runs again.
 LIMITS = (0.05, 20.0)
+
+
+#: Seconds a flop of the lazy flow's float64 product GEMMs (``float64_gemm_seconds``) on the
+#: reference machine, one thread: the lazy limit's fitted "gemm" price (72 GFLOP/s).
+REFERENCE_FLOAT64_GEMM = 1.392e-11
+#: The product timed: L = 384 symbols, R = 27 Kronecker terms (the count law's at d = 256).
+FLOAT64_GEMM_SHAPE = (384, 27)
+
+
+def float64_gemm_seconds(repeats=3):
+    """Seconds a flop of float64 GEMMs on one thread, in the lazy flow's shapes.
+
+    One product of ``fastsd.kernels.kron.KronFactors`` at ``FLOAT64_GEMM_SHAPE``:
+    (R L x L) @ (L x L), then (L x R L) @ (R L x L), 4 R L^3 flops; the fastest of
+    ``repeats``. About 0.1 s a repeat on an AVX2 core. The caller sets the threads.
+    """
+    import time
+
+    import numpy as np
+
+    L, R = FLOAT64_GEMM_SHAPE
+    a = np.full((R * L, L), 0.5)
+    c = np.full((L, L), 0.25)
+    bh = np.full((R * L, L), 0.125)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        x = a @ c
+        xh = x.reshape(R, L, L).transpose(1, 0, 2).reshape(L, R * L)
+        xh @ bh
+        best = min(best, time.perf_counter() - start)
+    return best / (4.0 * R * L ** 3)
 
 
 def cache_path(environ=None):
@@ -65,7 +105,7 @@ def factors(measure, key, environ=None):
     Returns
     -------
     dict of str to float
-        {"gemm", "scalar"}: > 1 where this machine is slower.
+        {"gemm", "scalar", "gemm64"}: > 1 where this machine is slower.
     """
     environ = os.environ if environ is None else environ
     if environ.get("FASTSD_COSTS") == "fallback":
@@ -96,21 +136,23 @@ def factors(measure, key, environ=None):
     return got
 
 
-def scale(prices, gemm_units, f):
+def scale(prices, gemm_units, f, gemm="gemm"):
     """``prices`` (unit -> seconds on the reference machine) for this machine.
 
     Parameters
     ----------
     prices : dict of str to float
     gemm_units : collection of str
-        The units that count BLAS multiply-adds (scaled by ``f["gemm"]``); the
+        The units that count BLAS multiply-adds (scaled by ``f[gemm]``); the
         others are scaled by ``f["scalar"]``.
     f : dict
         The machine's factors (``factors``).
+    gemm : {"gemm", "gemm64"}
+        The GEMM units' kind: float32 (the MLP) or float64 (lazy limit, Bayes).
 
     Returns
     -------
     dict of str to float
     """
-    return {unit: value * f["gemm" if unit in gemm_units else "scalar"]
+    return {unit: value * f[gemm if unit in gemm_units else "scalar"]
             for unit, value in prices.items()}

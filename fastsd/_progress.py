@@ -33,3 +33,9 @@ def bar(show, **kwargs):
         return contextlib.nullcontext(_NoBar())
     from tqdm.auto import tqdm
     return tqdm(dynamic_ncols=True, **kwargs)
+
+
+def clock(seconds):
+    """Seconds as H:MM:SS (rounded to the second), for predicted and elapsed wall times."""
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -15,7 +15,8 @@ class _Described(str):
         return str(self)
 
 
-def _fail(name, what, got, exc=ValueError):
+def fail(name, what, got, exc=ValueError):
+    """Raise ``exc`` ("`name` must be what; got got."): every check's message."""
     raise exc(f"`{name}` must be {what}; got {got!r}.")
 
 
@@ -23,33 +24,33 @@ def check_int(name, value, minimum=None, maximum=None):
     """Return ``value`` as an int, or raise if it is not an integer in range."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         rng = f" >= {minimum}" if minimum is not None else ""
-        _fail(name, f"an integer{rng}", value, TypeError)
+        fail(name, f"an integer{rng}", value, TypeError)
     value = int(value)
     if minimum is not None and value < minimum:
-        _fail(name, f"an integer >= {minimum}", value)
+        fail(name, f"an integer >= {minimum}", value)
     if maximum is not None and value > maximum:
-        _fail(name, f"an integer <= {maximum}", value)
+        fail(name, f"an integer <= {maximum}", value)
     return value
 
 
 def check_float(name, value, *, positive=False, nonnegative=False):
     """Return ``value`` as a finite float; optionally require > 0 or >= 0."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        _fail(name, "a real number", value, TypeError)
+        fail(name, "a real number", value, TypeError)
     value = float(value)
     if positive and not (np.isfinite(value) and value > 0):
-        _fail(name, "a finite number > 0", value)
+        fail(name, "a finite number > 0", value)
     if nonnegative and not (np.isfinite(value) and value >= 0):
-        _fail(name, "a finite number >= 0", value)
+        fail(name, "a finite number >= 0", value)
     if not np.isfinite(value):
-        _fail(name, "a finite number", value)
+        fail(name, "a finite number", value)
     return value
 
 
 def check_choice(name, value, choices):
     """Raise unless ``value`` is one of ``choices``."""
     if value not in choices:
-        _fail(name, "one of " + ", ".join(repr(c) for c in choices), value)
+        fail(name, "one of " + ", ".join(repr(c) for c in choices), value)
     return value
 
 
@@ -61,17 +62,17 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=np.float64):
     try:
         arr = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
-        _fail(name, "a numeric array", _Described(type(value).__name__), TypeError)
+        fail(name, "a numeric array", _Described(type(value).__name__), TypeError)
     if ndim is not None and arr.ndim != ndim:
-        _fail(name, f"a {ndim}-d array", _Described(f"shape {arr.shape}"))
+        fail(name, f"a {ndim}-d array", _Described(f"shape {arr.shape}"))
     if shape is not None:
         ok = arr.ndim == len(shape) and all(
             s is None or s == a for s, a in zip(shape, arr.shape))
         if not ok:
             want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ")"
-            _fail(name, f"an array of shape {want}", _Described(f"shape {arr.shape}"))
+            fail(name, f"an array of shape {want}", _Described(f"shape {arr.shape}"))
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        _fail(name, "finite (no NaN or inf)", _Described("an array containing NaN or inf"))
+        fail(name, "finite (no NaN or inf)", _Described("an array containing NaN or inf"))
     return arr
 
 
@@ -86,5 +87,5 @@ def check_batch_size(name, value):
     """Return ``value`` as an even int >= 2: a training batch is exactly half same pairs."""
     value = check_int(name, value)
     if value < 2 or value % 2:
-        _fail(name, "an even integer >= 2 (exactly half of a batch are same pairs)", value)
+        fail(name, "an even integer >= 2 (exactly half of a batch are same pairs)", value)
     return value

@@ -249,7 +249,7 @@ def _cmd_calibrate(args):
 
 def _print_plan(result):
     from ._memory import fmt_bytes
-    from .scan.runner import _clock
+    from ._progress import clock
 
     print(f"{result['title']}\n[{result['figure']}: dry run, nothing was run or written]")
     if not result["grid"]:
@@ -266,7 +266,7 @@ def _print_plan(result):
         if part["remaining"] == 0:
             continue
         if part["modelled"]:
-            wall = f"{_clock(part['seconds'])}{on}, " if part["seconds"] is not None else ""
+            wall = f"{clock(part['seconds'])}{on}, " if part["seconds"] is not None else ""
             print(f"    predicted {wall}{part['work_seconds'] / 3600:.2f} core-hours of work")
         else:
             print(f"    time not modelled (predictor {part['predictor']!r})")
@@ -276,9 +276,9 @@ def _print_plan(result):
     for m in models:
         print(f"  {m}")
     if result["seconds"] is not None:
-        total = f"predicted {_clock(result['seconds'])}{on}"
+        total = f"predicted {clock(result['seconds'])}{on}"
     elif result["modelled_seconds"]:
-        total = (f"predicted {_clock(result['modelled_seconds'])}{on} for the modelled parts; "
+        total = (f"predicted {clock(result['modelled_seconds'])}{on} for the modelled parts; "
                  "the others not modelled")
     else:
         total = "time not predicted"

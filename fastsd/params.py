@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import _fail, check_batch_size, check_choice, check_float, check_int
+from ._validation import check_batch_size, check_choice, check_float, check_int, fail
 from .conventions import is_lazy
 
 #: The default of a setting that must be given.
@@ -107,19 +107,19 @@ class Param:
             return value if is_lazy(value) else check_float(self.name, value, positive=True)
         if self.kind == "pairs":
             if isinstance(value, str):
-                return value if value == "all" else _fail(self.name, self.valid(), value)
+                return value if value == "all" else fail(self.name, self.valid(), value)
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-                _fail(self.name, self.valid(), value, TypeError)
+                fail(self.name, self.valid(), value, TypeError)
             return check_int(self.name, value, 2)
         if self.kind == "bool":
             if not isinstance(value, (bool, np.bool_)):
-                _fail(self.name, "True or False", value, TypeError)
+                fail(self.name, "True or False", value, TypeError)
             return bool(value)
         if self.kind == "sign":
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-                _fail(self.name, "+1 or -1", value, TypeError)
+                fail(self.name, "+1 or -1", value, TypeError)
             if value not in (1, -1):
-                _fail(self.name, "+1 or -1", value)
+                fail(self.name, "+1 or -1", value)
             return int(value)
         return check_choice(self.name, value, self.choices)
 

@@ -42,7 +42,7 @@ from .._pricing import predict
 from ..mlp.costs import machine_factors
 from .._validation import check_int
 from .dynamics import POWER_ITERS
-from .kron import _TEST_TERMS, PROBES, TEST_CROSS_MIN_L
+from .kron import TEST_TERMS, PROBES, TEST_CROSS_MIN_L
 
 #: Laws of the counts known after a run, fitted by least squares on the logarithms of
 #: 56 cells (``bench/bench_lazy_costs.py``: d 8..16384, L 64..1024, 5,000 and 25,000
@@ -189,7 +189,7 @@ def memory_bytes(d, L, *, n_test):
     ValueError, TypeError
         For d < 1, L < 2 or n_test < 2.
     """
-    from .lazy import _needs
+    from .lazy import memory_needs
 
     d, L, _, _, n_test = _check(d, L, n_test=n_test)
 
@@ -200,9 +200,9 @@ def memory_bytes(d, L, *, n_test):
     factors = 2 * c["kron_terms"]
     build = max(8 * M * (2 * buffers + 3 * aca + factors),                 # recompression
                 8 * M * (2 * buffers + factors) + min(64 << 20, 8 * M * PROBES))   # probes
-    blocks = min(256 << 20, 16 * _TEST_TERMS * L * n_test) if L >= TEST_CROSS_MIN_L else 0
+    blocks = min(256 << 20, 16 * TEST_TERMS * L * n_test) if L >= TEST_CROSS_MIN_L else 0
     flow = 16 * c["kron_terms"] * M + 8 * M + blocks
-    needs = _needs(L, 2 * d, "logistic_flow", "all", M, n_test, None, 1, 2)
+    needs = memory_needs(L, 2 * d, "logistic_flow", "all", M, n_test, None, 1, 2)
     return int(max(build, flow) + sum(n.nbytes for n in needs))
 
 
@@ -258,21 +258,23 @@ def predicted_seconds(d, L, *, steps, eval_every, n_test):
 
 
 #: The units of ``cost_features`` that are float64 GEMM multiply-adds (the products, the
-#: cross-approximated test logits), scaled by this machine's GEMM rate (``fastsd._probe``).
+#: cross-approximated test logits), scaled by this machine's float64 GEMM rate
+#: (``fastsd._probe``, "gemm64").
 GEMM_UNITS = ("gemm", "cross")
 
 
 def prices(environ=None):
     """``PRICES`` scaled to this machine (``fastsd._probe``; as fitted under
     ``FASTSD_COSTS=fallback``)."""
-    return _probe.scale(PRICES, GEMM_UNITS, machine_factors(environ))
+    return _probe.scale(PRICES, GEMM_UNITS, machine_factors(environ), "gemm64")
 
 
 def describe():
     """One line on where the lazy limit's prices come from, for ``--dry-run``."""
     f = machine_factors()
     return (f"lazy limit: shipped prices and count laws measured on {MEASURED_ON}, scaled "
-            f"to this machine by its probe (GEMM x{f['gemm']:.2f}, other x{f['scalar']:.2f})")
+            f"to this machine by its probe (float64 GEMM x{f['gemm64']:.2f}, other "
+            f"x{f['scalar']:.2f})")
 
 
 __all__ = ["COUNT_LAWS", "GEMM_UNITS", "PRICES", "cost_features", "describe", "evaluations",

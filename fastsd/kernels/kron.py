@@ -122,7 +122,7 @@ BYTES_PER_TERM = 32
 #: test pairs, 2 cores: 1.0x at L = 256, 1.2x at 512, 3x at 1024).
 TEST_CROSS_MIN_L = 384
 #: Terms the test blocks' buffers start with (about 10-20 are used at d = 256).
-_TEST_TERMS = 24
+TEST_TERMS = 24
 #: Rounds of ACA continuation after a failed probe.
 _ROUNDS = 6
 
@@ -444,8 +444,8 @@ class _TestBlocks:
             return backend.kernel_entries(dot, nx2, ny2, kind)
 
         self.n, self.L = n, L = T1.shape
-        self.A = xp.zeros((n, min(L, _TEST_TERMS), L))     # a_ik[u] at A[i, k, u]
-        self.B = xp.zeros((n, min(L, _TEST_TERMS), L))     # b_ik[v] at B[i, k, v]
+        self.A = xp.zeros((n, min(L, TEST_TERMS), L))     # a_ik[u] at A[i, k, u]
+        self.B = xp.zeros((n, min(L, TEST_TERMS), L))     # b_ik[v] at B[i, k, v]
         self.k = 0
         i = xp.arange(n)
         used = xp.zeros((n, L), dtype=bool)
@@ -535,7 +535,7 @@ def cross_logits(kernel, x, c, rtol=DEFAULT_RTOL, *, probes=4):
     ns = xp.diag(kernel.G)
     C = c.reshape(L, L)
     n = lg.T1.shape[0]
-    chunk = max(1, min(n, (256 << 20) // (16 * _TEST_TERMS * L)))   # A and B in 256 MiB
+    chunk = max(1, min(n, (256 << 20) // (16 * TEST_TERMS * L)))   # A and B in 256 MiB
     out, error = [], 0.0
     for s in range(0, n, chunk):
         e = min(n, s + chunk)

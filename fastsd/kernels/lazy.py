@@ -328,7 +328,7 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
                      kernel_tol=kernel_tol, method=method, d=task.symbols.shape[1])
     solver_cls = choose_solver(solver, size)
-    check_fits(_needs(L, task.input_dim, method, pairs, P, n_test, test_x,
+    check_fits(memory_needs(L, task.input_dim, method, pairs, P, n_test, test_x,
                       min(BatchStream.BLOCK, steps), batch_size))
     u, v, selection = choose_pairs(L, pairs, seed)
 
@@ -380,9 +380,36 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
         predictions=preds, config=config, wall_time=time.perf_counter() - start)
 
 
-def _needs(L, p, method, pairs, P, n_test, test_x, chunk, batch_size):
-    """The allocations of ``lazy_limit`` that scale with its sizes, but the P x P kernel
-    (checked against ``max_bytes``): L symbols of p = 2 d inputs, P training pairs."""
+def memory_needs(L, p, method, pairs, P, n_test, test_x, chunk, batch_size):
+    """The allocations of ``lazy_limit`` that scale with its sizes, but the P x P kernel.
+
+    ``lazy_limit`` checks them against the memory available (``fastsd._memory``);
+    the kernel or its factorisation is the solver's to check against ``max_bytes``.
+
+    Parameters
+    ----------
+    L : int
+        Training symbols.
+    p : int
+        Inputs of a pair (2 d).
+    method : str
+        As ``lazy_limit`` ("logistic_sgd" holds its batches).
+    pairs : str or int
+        ``lazy_limit``'s pair selection ("all" or a number of sampled pairs).
+    P : int
+        Training pairs.
+    n_test : int
+        Test pairs an evaluation.
+    test_x : array (n, p) or None
+        Extra inputs whose logits are returned.
+    chunk, batch_size : int
+        SGD steps a block and pairs a step ("logistic_sgd").
+
+    Returns
+    -------
+    list of fastsd._memory.Need
+        Bytes, what they hold and the setting that sizes them.
+    """
     # pair indices, weights, labels, norms and the solver's vectors, float64 or int64
     sizer = ("L", L) if isinstance(pairs, str) else ("pairs", P)
     needs = [Need(8 * 16 * P, f"the training pairs and their solver vectors ({P} pairs)",

@@ -355,12 +355,13 @@ def probe(repeats=5):
     ``repeats`` rounds, the fastest run of each kept) and fits the two factors of
     ``fastsd._probe`` to them: measured = f_gemm x (the shipped float32 prices'
     GEMM units) + f_scalar x (their other units), by non-negative least squares
-    on relative error. About 0.7 s once the kernels are loaded.
+    on relative error; and the float64 GEMM factor, "gemm64"
+    (``fastsd._probe.float64_gemm_seconds``). About 1 s once the kernels are loaded.
 
     Returns
     -------
     dict of str to float
-        {"gemm", "scalar"}: > 1 where this machine is slower; at least 0.05.
+        {"gemm", "scalar", "gemm64"}: > 1 where this machine is slower; at least 0.05.
     """
     from scipy.optimize import nnls
 
@@ -380,11 +381,15 @@ def probe(repeats=5):
             run(1)                  # load the kernels, warm the caches
             runs.append((run, steps))
         seconds = [math.inf] * len(runs)
+        gemm64 = math.inf
         for _ in range(check_int("repeats", repeats, 1)):
             for i, (run, steps) in enumerate(runs):
                 seconds[i] = min(seconds[i], run(steps) / steps)
+            gemm64 = min(gemm64, _probe.float64_gemm_seconds(repeats=1))
+        gemm64 /= _probe.REFERENCE_FLOAT64_GEMM
     f, _ = nnls(np.array(parts) / np.array(seconds)[:, None], np.ones(len(seconds)))
-    return {"gemm": float(max(f[0], 0.05)), "scalar": float(max(f[1], 0.05))}
+    return {"gemm": float(max(f[0], 0.05)), "scalar": float(max(f[1], 0.05)),
+            "gemm64": float(max(gemm64, 0.05))}
 
 
 def machine_factors(environ=None):
@@ -472,7 +477,7 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
     """
     from .._rng import seed_sequence, train_streams
     from .model import init_params
-    from .train import _engines
+    from .engines import build_engines
 
     check_choice("dtype", dtype, DTYPES)
     task = _calibration_task(path, L, d, inputs)
@@ -480,9 +485,9 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
     streams = [train_streams(seed_sequence(0)) for _ in range(check_int("models", models, 1))]
     params0 = init_params(streams[0]["init"], check_int("width", width, 1), task.input_dim,
                           "normal")
-    (_, engine), = _engines(_module(backend), [task] * models, [path] * models,
-                            [params0] * models, [task.output_scale(1.0)] * models,
-                            [task.learning_rate(1.0, task.default_alpha0)] * models, dtype, None)
+    (_, engine), = build_engines(_module(backend), [task] * models, [path] * models,
+                                 [params0] * models, [task.output_scale(1.0)] * models,
+                                 [task.learning_rate(1.0, task.default_alpha0)] * models, dtype)
     noise = [task.training_noise(st["noise"]) for st in streams]
 
     def run(n):

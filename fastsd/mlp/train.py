@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import __version__, _philox, _progress, _threads
+from .. import __version__, _progress, _threads
 from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._json import strict_json
@@ -20,6 +20,7 @@ from ..params import MLP
 from ..tasks.base import BatchStream, Task
 from ..tasks.symbols import SameDifferent
 from . import costs
+from .engines import build_engines
 from .evaluate import output
 from .model import Params, init_params
 
@@ -392,8 +393,8 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     streams = [train_streams(s) for s in seed_seqs]
     params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
     noise = [t.training_noise(st["noise"]) for t, st in zip(tasks, streams)]
-    engines = _engines(module, tasks, paths, params0, scales, lrs, dtype,
-                       (streams, noise) if batches == "device" else None)
+    engines = build_engines(module, tasks, paths, params0, scales, lrs, dtype,
+                            (streams, noise) if batches == "device" else None)
     hist = _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch_size,
                   n_test, batches, progress)
     wall = (time.perf_counter() - start) / M
@@ -526,31 +527,6 @@ def _models(task, gamma, seed):
               for t, g in zip(tasks, gammas)]
     seeds = [check_seed("seed", s) for s in seeds]
     return tasks, gammas, seeds, sizer
-
-
-def _engines(module, tasks, paths, params0, scales, lrs, dtype, device_sources):
-    """One engine of the backend ``module`` per path (and L, on the symbol path), as
-    (model indices, engine) pairs; ``device_sources`` (batches drawn on the GPU), the
-    models' streams and noise sources, key each model's on-device generators."""
-    groups = {}
-    for k, (t, pth) in enumerate(zip(tasks, paths)):
-        key = ("symbol", t.L) if pth == "symbol" else ("dense",)
-        groups.setdefault(key, []).append(k)
-    engines = []
-    for key, idx in groups.items():
-        args = ([tasks[k] for k in idx], [params0[k] for k in idx], [scales[k] for k in idx],
-                [lrs[k] for k in idx], dtype)
-        cls = module.ENGINES[key[0]]
-        if device_sources is not None:
-            # Philox keys: the pairs' from the model's pairs stream; the noise's that of its
-            # NormalStream, so that the GPU draws the noise the host would (none if clean)
-            streams, noise = device_sources
-            keys = [[_philox.keys(streams[k]["pairs"].integers(2**64, dtype=np.uint64)),
-                     getattr(noise[k], "key", np.zeros(2, np.uint64))] for k in idx]
-            engines.append((idx, cls(*args, device_keys=keys)))
-        else:
-            engines.append((idx, cls(*args)))
-    return engines
 
 
 def _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch_size, n_test,

@@ -461,7 +461,7 @@ class BayesPredictor(Predictor):
 
         f = machine_factors()
         return (f"bayes: shipped prices measured on {MEASURED_ON}, scaled to this machine by "
-                f"its probe (GEMM x{f['gemm']:.2f}, other x{f['scalar']:.2f})")
+                f"its probe (float64 GEMM x{f['gemm64']:.2f}, other x{f['scalar']:.2f})")
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy

@@ -216,12 +216,6 @@ def predicted_wall(seconds, workers):
     return max(finish)
 
 
-def _clock(seconds):
-    """Seconds as H:MM:SS."""
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads, progress):
     """The part of ``run`` after validation, with the store locked: compute what is missing."""
     fresh = store.grid_signature() is None
@@ -241,7 +235,7 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     # so that its percentage and tqdm's time left follow the time, not the cell count.
     modelled = bool(jobs) and pred.seconds(jobs[0][1], target, dtype) is not None
     workers = 1 if executor == "serial" else cpu_count()
-    first = (f"; predicted {_clock(predicted_wall(work, workers))} on {workers} worker"
+    first = (f"; predicted {_progress.clock(predicted_wall(work, workers))} on {workers} worker"
              f"{'s' * (workers > 1)}" if modelled and executor in (None, "serial") else "")
     with _progress.bar(progress, total=sum(work) if jobs else 1, initial=0 if jobs else 1,
                        smoothing=0, desc=f"{pred.name} cells",

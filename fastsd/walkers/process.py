@@ -8,7 +8,7 @@ from .. import __version__, _threads
 from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._rng import recorded_seed, seed_sequence
-from .._validation import _fail, check_int, check_seed
+from .._validation import check_int, check_seed, fail
 from ..params import WALKERS
 from . import _reference
 from .._json import strict_json
@@ -115,7 +115,7 @@ class WalkerResult:
 
 def _category_index(category):
     if category not in CATEGORIES:
-        _fail("category", "one of " + ", ".join(map(repr, CATEGORIES)), category)
+        fail("category", "one of " + ", ".join(map(repr, CATEGORIES)), category)
     return CATEGORIES.index(category)
 
 
@@ -123,8 +123,8 @@ def seed_state(seed):
     """The generator's 64-bit seed state, and the integer to record (None for a SeedSequence
     with a spawn key, which an integer cannot rebuild)."""
     if isinstance(seed, np.random.Generator):
-        _fail("seed", "an integer >= 0, a SeedSequence or None (walkers draw from a "
-              "counter-based generator keyed by the seed)", seed, TypeError)
+        fail("seed", "an integer >= 0, a SeedSequence or None (walkers draw from a "
+             "counter-based generator keyed by the seed)", seed, TypeError)
     ss = seed_sequence(seed)
     return np.uint64(ss.generate_state(1, np.uint64)[0]), recorded_seed(ss)
 

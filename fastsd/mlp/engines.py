@@ -1,0 +1,56 @@
+"""The engines that train an ensemble: one per path (and L, on the symbol path).
+
+``build_engines`` is the one place where ``train_ensemble``'s models become a
+backend's engines (``fastsd.mlp._cpu``, ``_cuda``, ``_numpy``: ``ENGINES``), for
+the trainer and for the cost model's timings (``fastsd.mlp.costs.step_timer``).
+"""
+import numpy as np
+
+from .. import _philox
+
+
+def build_engines(module, tasks, paths, params0, scales, lrs, dtype, device_sources=None):
+    """One engine of the backend ``module`` per path (and L, on the symbol path).
+
+    Parameters
+    ----------
+    module : module
+        The backend's engine module, with ``ENGINES`` {"dense": class, "symbol": class}.
+    tasks : list of fastsd.tasks.Task
+        One per model, with one input dimension.
+    paths : list of {"dense", "symbol"}
+        Each model's path, resolved (not "auto").
+    params0 : list of fastsd.mlp.model.Params
+        Each model's initial weights.
+    scales, lrs : list of float
+        Each model's output scale 1/(gamma sqrt(d)) and learning rate gamma^2 d alpha0.
+    dtype : {"float32", "float64"}
+    device_sources : (streams, noise), optional
+        For batches drawn on the GPU: each model's streams (``fastsd._rng.train_streams``)
+        and noise sources, which key its on-device generators (Philox). None: batches come
+        from the host.
+
+    Returns
+    -------
+    list of (list of int, engine)
+        The models each engine trains (indices into ``tasks``), in order of first model.
+    """
+    groups = {}
+    for k, (t, pth) in enumerate(zip(tasks, paths)):
+        key = ("symbol", t.L) if pth == "symbol" else ("dense",)
+        groups.setdefault(key, []).append(k)
+    engines = []
+    for key, idx in groups.items():
+        args = ([tasks[k] for k in idx], [params0[k] for k in idx], [scales[k] for k in idx],
+                [lrs[k] for k in idx], dtype)
+        cls = module.ENGINES[key[0]]
+        if device_sources is not None:
+            # Philox keys: the pairs' from the model's pairs stream; the noise's that of its
+            # NormalStream, so that the GPU draws the noise the host would (none if clean)
+            streams, noise = device_sources
+            keys = [[_philox.keys(streams[k]["pairs"].integers(2**64, dtype=np.uint64)),
+                     getattr(noise[k], "key", np.zeros(2, np.uint64))] for k in idx]
+            engines.append((idx, cls(*args, device_keys=keys)))
+        else:
+            engines.append((idx, cls(*args)))
+    return engines

@@ -1,0 +1,109 @@
+"""The package's import graph: no module imports another's private name, and no circle.
+
+Read from the sources (every import, at module level or inside a function,
+since a function-level import is an arrow all the same). Private modules
+(``fastsd._threads``, ``fastsd.mlp._cpu``) are the package's own floors and may
+be imported; a private *name* (``_engines``, ``_clock``) of another module may
+not: what a module shares, it names publicly.
+"""
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "fastsd"
+
+
+def _modules():
+    """{dotted name: path} of every module of the package."""
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _graph():
+    """({module: set of imported modules}, [(module, imported from, private name)])."""
+    modules = _modules()
+    edges, private = {m: set() for m in modules}, []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges[name] |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[:len(base) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module
+                if source not in modules:
+                    continue
+                for alias in node.names:
+                    sub = f"{source}.{alias.name}"
+                    if sub in modules:
+                        edges[name].add(sub)
+                        continue
+                    edges[name].add(source)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        private.append((name, source, alias.name))
+    for name in edges:
+        edges[name].discard(name)
+    return edges, private
+
+
+def _cycles(edges):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_is_read_from_every_module():
+    edges, _ = _graph()
+    assert len(edges) > 50
+    assert "fastsd.mlp.costs" in edges["fastsd.mlp.train"]          # from . import costs
+    assert "fastsd._threads" in edges["fastsd.mlp._cpu"]            # from .. import _threads
+    assert "fastsd.scan.runner" in edges["fastsd.scan"]
+
+
+def test_no_module_imports_a_private_name_of_another():
+    _, private = _graph()
+    assert private == [], "\n".join(f"{m} imports {name} from {src}" for m, src, name in private)
+
+
+def test_no_import_circle():
+    assert _cycles(_graph()[0]) == []
+
+
+def test_the_cycle_finder_finds_a_planted_circle():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(edges) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
