@@ -8,10 +8,16 @@ hold NumPy arrays instead. Under ``NUMBA_ENABLE_CUDASIM=1`` Numba-CUDA
 kernels run on the CPU simulator, so "cuda" is available for tests without a
 GPU, but "auto" never picks the simulator.
 
+Each backend is declared once, in ``BACKEND_TRAITS``: its module's name in every
+family and its traits (where its arrays live, its dtypes, whether one process
+drives it, whether it is priced), which the code asks (``traits``) instead of
+comparing names.
+
 Every kernel family (mlp, walkers, kernels) is declared once, in ``FAMILIES``:
-the same three modules in its package (``_reference``, ``_cpu``, ``_cuda``),
-one interface they all implement, and what its "cuda" backend needs. Entry points call ``Family.load(backend)``; the tests run one
-body over ``Family.available()`` against the reference.
+the backends it has (a module each in its package: ``_reference``, ``_cpu``,
+``_cuda``), one interface they all implement, and what its "cuda" backend needs.
+Entry points call ``Family.load(backend)``; the tests run one body over
+``Family.available()`` against the reference.
 """
 import importlib
 import importlib.util
@@ -21,7 +27,74 @@ from dataclasses import dataclass
 from ._validation import check_choice
 from .exceptions import BackendUnavailableError
 
-BACKENDS = ("auto", "numpy", "cpu", "cuda")
+
+# -- what each backend is -----------------------------------------------------------
+@dataclass(frozen=True)
+class Backend:
+    """A concrete backend's traits: what code asks instead of comparing names.
+
+    Attributes
+    ----------
+    name : str
+        "numpy", "cpu" or "cuda".
+    module : str
+        Its module's name inside every family's package ("_reference", "_cpu", "_cuda").
+    device : {"host", "gpu"}
+        Where its arrays live.
+    dtypes : tuple of str
+        The dtypes its engines run, the default first.
+    one_process : bool
+        One process drives it: a scan runs its groups in this process, a figure's
+        parts one after another (not one worker per core).
+    lockstep : bool
+        Its ensembles run in lockstep on one device, so a scan's group may span
+        seeds (on the host each model runs on its own thread and only models of
+        one seed share work).
+    device_batches : bool
+        It can draw the training batches on the device (``batches="device"``).
+    priced : bool
+        The cost models price it (``fastsd.mlp.costs``; the lazy limit's and Bayes
+        prices are the host's, ``device == "host"``).
+    """
+
+    name: str
+    module: str
+    device: str
+    dtypes: tuple
+    one_process: bool = False
+    lockstep: bool = False
+    device_batches: bool = False
+    priced: bool = False
+
+    @property
+    def default_dtype(self):
+        """The dtype its engines run unless told otherwise."""
+        return self.dtypes[0]
+
+
+#: The one table of backends, in the order "auto" falls back through them reversed.
+BACKEND_TRAITS = {b.name: b for b in (
+    Backend("numpy", "_reference", "host", ("float64",)),
+    Backend("cpu", "_cpu", "host", ("float32", "float64"), priced=True),
+    Backend("cuda", "_cuda", "gpu", ("float32", "float64"), one_process=True, lockstep=True,
+            device_batches=True, priced=True),
+)}
+
+
+def traits(backend):
+    """The ``Backend`` of a concrete backend name ("numpy", "cpu" or "cuda").
+
+    Raises
+    ------
+    ValueError
+        For another name (resolve "auto" first: ``resolve_backend``).
+    """
+    check_choice("backend", backend, tuple(BACKEND_TRAITS))
+    return BACKEND_TRAITS[backend]
+
+
+#: The names a public entry point accepts: "auto" and every concrete backend.
+BACKENDS = ("auto",) + tuple(BACKEND_TRAITS)
 
 
 def numba_available():
@@ -110,9 +183,18 @@ def resolve_backend(backend, *, needs_cupy=False):
     return backend
 
 
+def target_backend(backend):
+    """The backend a scan's groups will run on, checked before anything runs.
+
+    An explicit "cpu" or "cuda" that cannot run here raises
+    ``BackendUnavailableError`` (for "cuda": no GPU with Numba-CUDA; a
+    predictor that also needs CuPy reports that when its group runs). "auto"
+    picks "cuda" only where the "mlp" path has everything it needs.
+    """
+    return resolve_backend(backend, needs_cupy=backend == "auto")
+
+
 # -- the registry of kernel families -----------------------------------------------
-#: Backend name -> module name inside a family's package: the same files in every family.
-BACKEND_MODULES = {"numpy": "_reference", "cpu": "_cpu", "cuda": "_cuda"}
 
 
 @dataclass(frozen=True)
@@ -124,7 +206,7 @@ class Family:
     name : str
         The family ("mlp", "walkers", "kernels").
     package : str
-        Its package; backend b lives in ``package + "." + BACKEND_MODULES[b]``.
+        Its package; backend b lives in ``package + "." + traits(b).module``.
     interface : tuple of str
         The names every backend module defines, with one signature across
         backends (tests/test_backend_registry.py checks it).
@@ -132,22 +214,35 @@ class Family:
         Whether the family's "cuda" backend needs CuPy as well as
         Numba-CUDA: always, never, or ("device") on a real GPU only, the
         simulator's engines holding NumPy arrays.
+    backends : tuple of str
+        The concrete backends it has (names in ``BACKEND_TRAITS``), each a module of its
+        package: a new backend is added to the families that get a module for it.
     """
 
     name: str
     package: str
     interface: tuple
+    backends: tuple
     needs_cupy: object = False
 
     def resolve(self, backend):
-        """The concrete backend for ``backend`` (``resolve_backend`` with this family's needs)."""
+        """The concrete backend for ``backend`` (``resolve_backend`` with this family's needs).
+
+        Raises
+        ------
+        ValueError
+            For a name that is not "auto" or one of the family's ``backends``.
+        BackendUnavailableError
+            As ``resolve_backend``.
+        """
+        check_choice("backend", backend, ("auto",) + self.backends)
         needs = (not cuda_simulator()) if self.needs_cupy == "device" else bool(self.needs_cupy)
         return resolve_backend(backend, needs_cupy=needs)
 
     def module(self, backend):
         """The module of a concrete backend ("numpy", "cpu" or "cuda"), imported on first use."""
-        check_choice("backend", backend, tuple(BACKEND_MODULES))
-        return importlib.import_module(f"{self.package}.{BACKEND_MODULES[backend]}")
+        check_choice("backend", backend, self.backends)
+        return importlib.import_module(f"{self.package}.{traits(backend).module}")
 
     def load(self, backend):
         """Resolve ``backend`` and return (its concrete name, its module).
@@ -163,7 +258,7 @@ class Family:
     def available(self):
         """The concrete backends that can run here (the simulator counts for "cuda")."""
         out = []
-        for b in BACKEND_MODULES:
+        for b in self.backends:
             try:
                 self.resolve(b)
             except BackendUnavailableError:
@@ -175,12 +270,12 @@ class Family:
 #: The one registry: every kernel family, declared here, importable without importing it.
 FAMILIES = {f.name: f for f in (
     # ENGINES: path -> engine class; with two paths, step_features (fastsd.mlp.costs)
-    Family("mlp", "fastsd.mlp", ("ENGINES",), needs_cupy="device"),
+    Family("mlp", "fastsd.mlp", ("ENGINES",), ("numpy", "cpu", "cuda"), needs_cupy="device"),
     # the App. C.3 process: simulate, run (pre-drawn), buffers (memory needs)
-    Family("walkers", "fastsd.walkers", ("simulate", "run", "buffers")),
+    Family("walkers", "fastsd.walkers", ("simulate", "run", "buffers"), ("numpy", "cpu", "cuda")),
     # the arc-cosine kernels and the lazy limit's pair-kernel primitives (fastsd.kernels.backend)
     Family("kernels", "fastsd.kernels", ("xp", "arccos_kernels", "pair_kernel",
                                          "pair_kernel_matvec", "kernel_entries", "kernel_sgd",
                                          "cho_solve", "to_host"),
-           needs_cupy=True),
+           ("numpy", "cpu", "cuda"), needs_cupy=True),
 )}

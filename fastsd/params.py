@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._dispatch import BACKENDS
 from ._validation import check_batch_size, check_choice, check_float, check_int, fail
 from .conventions import is_lazy
 
@@ -244,7 +245,7 @@ def _common(d=True):
 #: Where to run, for every entry point that has a choice (``fastsd._dispatch``).
 BACKEND = Param("backend", "choice", "where to run: numpy (the float64 reference), cpu (Numba), "
                 "cuda (a GPU), or auto, the fastest available", "auto",
-                choices=("auto", "numpy", "cpu", "cuda"))
+                choices=BACKENDS)
 
 MLP = Spec(
     *_common(),

@@ -14,6 +14,7 @@ import os
 import warnings
 
 from . import _stop
+from ._dispatch import target_backend, traits
 from ._validation import check_choice
 from .figures import get_figure
 from .presets import Preset
@@ -35,7 +36,8 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
 
     stores = [ResultStore(os.path.join(out, preset.store_name(label) + ".jsonl"))
               for label, _, _ in preset.parts]
-    side_by_side = executor is None and len(preset.parts) > 1 and backend != "cuda"
+    side_by_side = (executor is None and len(preset.parts) > 1
+                    and not traits(target_backend(backend)).one_process)
     if side_by_side:
         fallback = workers_unavailable()
         if fallback is not None:

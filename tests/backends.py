@@ -8,7 +8,7 @@ simulator in the default test setup). The body compares against
 """
 import pytest
 
-from fastsd._dispatch import BACKEND_MODULES, FAMILIES
+from fastsd._dispatch import FAMILIES
 from fastsd.exceptions import BackendUnavailableError
 
 REFERENCE = "numpy"
@@ -25,7 +25,7 @@ def unavailable(family, backend):
 
 def over_backends(family, include_reference=True):
     """``pytest.mark.parametrize("backend", ...)`` over the family's runnable backends."""
-    names = [b for b in BACKEND_MODULES if include_reference or b != REFERENCE]
+    names = [b for b in FAMILIES[family].backends if include_reference or b != REFERENCE]
     params = []
     for b in names:
         reason = unavailable(family, b)

@@ -10,7 +10,7 @@ import inspect
 import pytest
 from backends import REFERENCE, over_backends, unavailable
 
-from fastsd._dispatch import BACKEND_MODULES, FAMILIES, Family, resolve_backend
+from fastsd._dispatch import BACKEND_TRAITS, FAMILIES, Family, resolve_backend, traits
 
 ENGINE_OPERATIONS = ("run", "outputs", "params")
 
@@ -23,7 +23,7 @@ def test_every_family_is_registered():
 
 def cases():
     for name in sorted(FAMILIES):
-        for b in BACKEND_MODULES:
+        for b in FAMILIES[name].backends:
             reason = unavailable(name, b)
             yield pytest.param(name, b, id=f"{name}-{b}",
                                marks=[pytest.mark.skip(reason=reason)] if reason else [])
@@ -33,7 +33,7 @@ def cases():
 def test_backend_module_defines_the_interface(family, backend):
     fam = FAMILIES[family]
     mod, ref = fam.module(backend), fam.module(REFERENCE)
-    assert mod.__name__ == f"{fam.package}.{BACKEND_MODULES[backend]}"
+    assert mod.__name__ == f"{fam.package}.{traits(backend).module}"
     for name in fam.interface:
         assert hasattr(mod, name), f"{mod.__name__} lacks {name}"
         got, want = getattr(mod, name), getattr(ref, name)
@@ -78,3 +78,26 @@ def test_harness_runs_one_body_over_every_backend(backend):
     assert got.config["backend"] == backend
     for k in ("omega1", "omega2", "counts", "active"):
         assert (getattr(got, k) == getattr(want, k)).all()
+
+
+def test_every_backend_has_one_row_of_traits_and_every_family_names_its_backends():
+    assert set(BACKEND_TRAITS) == {"numpy", "cpu", "cuda"}
+    for name, b in BACKEND_TRAITS.items():
+        assert traits(name) is b and b.name == name and b.default_dtype == b.dtypes[0]
+        assert b.device in ("host", "gpu") and set(b.dtypes) <= {"float32", "float64"}
+    # the float64 reference, the host's compiled engines, the GPU's lockstep ensembles
+    assert traits("numpy").dtypes == ("float64",) and not traits("numpy").priced
+    assert traits("cpu").device == "host" and traits("cpu").priced
+    assert traits("cuda").one_process and traits("cuda").lockstep
+    assert traits("cuda").device_batches and not traits("cpu").device_batches
+    for fam in FAMILIES.values():
+        assert fam.backends and set(fam.backends) <= set(BACKEND_TRAITS)
+    with pytest.raises(ValueError, match="`backend` must be one of"):
+        traits("auto")
+
+
+def test_a_family_refuses_a_backend_it_does_not_have():
+    only = Family("walkers", "fastsd.walkers", ("simulate",), ("numpy",))
+    assert only.resolve("numpy") == "numpy" and only.available() == ["numpy"]
+    with pytest.raises(ValueError, match="`backend` must be one of 'auto', 'numpy'; got 'cpu'"):
+        only.resolve("cpu")

@@ -22,7 +22,7 @@ import pytest
 import scipy.linalg
 
 from fastsd import SameDifferent
-from fastsd._dispatch import BACKEND_MODULES, FAMILIES
+from fastsd._dispatch import BACKEND_TRAITS, FAMILIES
 from fastsd.kernels import lazy_limit
 from fastsd.kernels.backend import KERNELS
 
@@ -71,11 +71,12 @@ def test_kernels_family_is_registered_once_with_its_three_modules():
     assert FAMILIES["kernels"] is KERNELS
     assert KERNELS.package == "fastsd.kernels" and KERNELS.needs_cupy is True
     assert KERNELS.available()[0] == "numpy" and "cpu" in KERNELS.available()
-    for backend, module in BACKEND_MODULES.items():
+    for backend in KERNELS.backends:
+        module = BACKEND_TRAITS[backend].module
         assert (pathlib.Path(REF.__file__).parent / f"{module}.py").is_file(), backend
 
 
-@pytest.mark.parametrize("backend", list(BACKEND_MODULES))
+@pytest.mark.parametrize("backend", list(BACKEND_TRAITS))
 def test_every_backend_module_defines_the_interface_with_the_references_signatures(
         backend, monkeypatch):
     if backend == "cuda" and CUPY_MISSING:

@@ -3,14 +3,12 @@
 The paper uses finite networks (m = 4096, gamma = 1e-5) on d, L in 128..1024
 (round(2^linspace(7, 10, 20)) for both). Here the heatmap is the exact
 gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``, logistic
-flow over all L^2 ordered pairs, solver "kron" as "auto" takes it: 15-21 s
-at L = 256 and 6-9 min at L = 1024 on 2 cores, bench/bench_kron.py), on the
+flow over all L^2 ordered pairs, solver "kron" as "auto" takes it), on the
 paper's grid (``paper_lattice``), with finite gamma ~ 0 networks (m = 4096) on
 a few of the same cells (same symbols) to compare. ``lazy_scaling`` reads L*(d) off the
-heatmap and fits L* ~ d^b with a bootstrap confidence interval. The heatmap's 1200 cells
-are predicted at about 15 hours on 2 cores (``fastsd reproduce fig1e --dry-run``, by
-``fastsd.kernels.costs``); the quick preset's lazy part at 2:49 (it took 2:09 of the
-whole quick preset's 2:19 on the 2-core Intel Xeon, 2026-12-03).
+heatmap and fits L* ~ d^b with a bootstrap confidence interval. ``fastsd reproduce fig1e
+--dry-run`` predicts its time on this machine (``fastsd.kernels.costs``); bench/README.md
+has measured times.
 """
 import numpy as np
 

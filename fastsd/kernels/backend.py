@@ -37,7 +37,7 @@ the reference's):
     ``a`` as a NumPy array.
 
 A backend is one module defining these names, named as in every family
-(``fastsd._dispatch.BACKEND_MODULES``); the family's interface tuple in
+(``fastsd._dispatch.BACKEND_TRAITS``); the family's interface tuple in
 ``fastsd._dispatch.FAMILIES`` is the one list to extend when a solver or the
 dynamics need a new primitive.
 """

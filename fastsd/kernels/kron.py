@@ -63,9 +63,8 @@ the closed form of ``_reference`` / ``_cpu`` on Gram entries). Since
 ||(K~ - K) c|| <= ||K~ - K||_F ||c||, every product's error is at most
 e ||K||_F ||c||.
 
-Products run under one BLAS thread like the other solvers' (``Solver.threads``):
-on the shared 2-core machine two OpenBLAS threads were 1.8x faster when it was
-quiet and up to 7x slower under other jobs' load. The products made
+Products run under one BLAS thread, as every fastsd computation does
+(``fastsd._threads``: OpenBLAS's own threads spin under other jobs' load). The products made
 (``kron_products``, vectors multiplied) and kernel rows formed (``kron_rows``,
 kernel SGD) are counted (``counts()``).
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import __version__, _progress, _threads
 from .._calls import Spans
-from .._dispatch import FAMILIES
+from .._dispatch import FAMILIES, traits
 from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
@@ -437,7 +437,8 @@ def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_
     check_choice("path", path, PATHS)
     check_choice("batches", batches, BATCHES)
     backend, module = FAMILY.load(backend)
-    if batches == "device" and backend != "cuda":
+    kind = traits(backend)
+    if batches == "device" and not kind.device_batches:
         raise ValueError(f"`batches` must be 'host' with backend {backend!r} ('device' needs "
                          f"backend 'cuda'); got 'device'.")
     if batches == "device" and not all(isinstance(t, SameDifferent) for t in tasks):
@@ -446,12 +447,12 @@ def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_
                          f"the pairs of symbol tasks, SameDifferent, on the GPU; images are "
                          f"built on the host); got 'device'.")
     if dtype is None:
-        dtype = "float64" if backend == "numpy" else "float32"
+        dtype = kind.default_dtype
     dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
     check_choice("dtype", dtype, DTYPES)
-    if backend == "numpy":
-        if dtype != "float64":
-            raise ValueError(f"`dtype` must be 'float64' with backend 'numpy'; got {dtype!r}.")
+    if dtype not in kind.dtypes:
+        raise ValueError(f"`dtype` must be {' or '.join(map(repr, kind.dtypes))} with backend "
+                         f"{backend!r}; got {dtype!r}.")
     alpha0s = [t.default_alpha0 if alpha0 is None else alpha0 for t in tasks]
 
     seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]

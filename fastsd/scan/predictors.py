@@ -24,6 +24,7 @@ largest first.
 import time
 from dataclasses import asdict
 
+from .._dispatch import traits
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, resolve_task_seed
@@ -147,7 +148,7 @@ class MLPPredictor(Predictor):
         group per seed loses nothing and spreads evenly over the workers.
         """
         key = Cell(**settings).ensemble_key()
-        return key if backend == "cuda" else key + (settings["seed"], settings["task_seed"])
+        return key if traits(backend).lockstep else key + (settings["seed"], settings["task_seed"])
 
     def run_group(self, group, backend="auto", dtype=None):
         return train_cells([Cell(**s) for s in group], backend=backend, dtype=dtype)
@@ -231,7 +232,7 @@ class MLPImagePredictor(Predictor):
 
         See ``MLPPredictor.group_key``.
         """
-        shared = ("gamma", "seed", "task_seed") if backend == "cuda" else ("gamma",)
+        shared = ("gamma", "seed", "task_seed") if traits(backend).lockstep else ("gamma",)
         return tuple(sorted((k, v) for k, v in settings.items() if k not in shared))
 
     def cost(self, settings):
@@ -277,7 +278,7 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs):
     change; on the path "auto" picks. None on a backend without a cost model ("numpy")."""
     from ..mlp import costs
 
-    if backend not in ("cpu", "cuda"):
+    if not traits(backend).priced:
         return None
     s = group[0]
     model = costs.load(backend, dtype or "float32")
@@ -393,7 +394,10 @@ class LazyLimitPredictor(Predictor):
         shipped prices); None for other settings or backends."""
         from ..kernels import costs
 
-        if backend != "cpu" or not all(costs.modelled(s) for s in group):
+        kind = traits(backend)          # the lazy limit's prices are the host's
+        if not (kind.priced and kind.device == "host"):
+            return None
+        if not all(costs.modelled(s) for s in group):
             return None
         return sum(costs.predicted_seconds(s["d"], s["L"], steps=s["steps"],
                                            eval_every=s["eval_every"], n_test=s["n_test"])

@@ -6,7 +6,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from .._dispatch import BACKENDS, resolve_backend
+from .._dispatch import BACKENDS, target_backend, traits
 from .. import _progress, _stop
 from .._json import strict_json
 from .._validation import check_choice, check_int
@@ -156,9 +156,9 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     if threads is not None:
         threads = check_int("threads", threads, 1)
     check_executor(executor)
-    target = _target_backend(backend)
+    target = target_backend(backend)
     store = _as_store(store)
-    if executor is None and target == "cuda":
+    if executor is None and traits(target).one_process:
         executor = "serial"         # one GPU: one process drives it
 
     cells = _prepared_cells(grid, pred)
@@ -381,8 +381,8 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
     check_choice("backend", backend, BACKENDS)
     check_choice("dtype", dtype, (None, "float32", "float64"))
     check_executor(executor)
-    target = _target_backend(backend)
-    workers = (1 if executor == "serial" or (executor is None and target == "cuda") else
+    target = target_backend(backend)
+    workers = (1 if executor == "serial" or (executor is None and traits(target).one_process) else
                cpu_count() if executor is None else None)
     store = _as_store(store)
     cells = _prepared_cells(grid, pred)
@@ -402,17 +402,6 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
     return Plan(pred.name, store.path, target, len(cells), len(cells) - sum(map(len, groups)),
                 tuple(map(len, groups)), seconds, tuple(memory(g) for g in settings), workers,
                 model)
-
-
-def _target_backend(backend):
-    """The backend the groups will run on, checked before anything runs.
-
-    An explicit "cpu" or "cuda" that cannot run here raises
-    ``BackendUnavailableError`` (for "cuda": no GPU with Numba-CUDA; a
-    predictor that also needs CuPy reports that when its group runs). "auto"
-    picks "cuda" only where the "mlp" path has everything it needs.
-    """
-    return resolve_backend(backend, needs_cupy=backend == "auto")
 
 
 def _describe(error):
