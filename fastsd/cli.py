@@ -15,7 +15,7 @@ import warnings
 
 from . import __version__, _stop
 from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
-from .figures import FIGURES, GRID_FIGURES, REGISTRY
+from .figures import FIGURES, REGISTRY
 from .params import BACKEND, CALIBRATE, LAZY_LIMIT, MLP, WALKERS
 from .scan import ScanError
 
@@ -59,14 +59,12 @@ def _add_reproduce_parser(sub):
     import textwrap
 
     times = "\n".join(f"  {f:<7} {QUICK_WALL_TIME[f]}" for f in FIGURES)
-    units = [f for f in FIGURES if f not in GRID_FIGURES]
     p = sub.add_parser(
         "reproduce", help="run a figure's grid, draw it and print its table",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.fill(
             "Run the grid of a figure of the paper through fastsd.scan, resuming from "
-            f"DIR/<figure>.jsonl (cells, or for {', '.join(units[:-1])} and {units[-1]} "
-            "trained models and (L, P) units, already there are skipped), then draw "
+            "DIR/<figure>.jsonl (cells already there are skipped), then draw "
             "DIR/<figure>.png and .svg and print its table, with progress bars on stderr "
             "(--quiet: none). 'all' does every figure.", 78),
         epilog=f"--quick wall time on the {QUICK_WALL_TIME_MACHINE} (Numba cache warm; the "
@@ -252,10 +250,6 @@ def _print_plan(result):
     from ._progress import clock
 
     print(f"{result['title']}\n[{result['figure']}: dry run, nothing was run or written]")
-    if not result["grid"]:
-        print("  not a scan grid (trained models and matrices, computed by the figure): "
-              "cells, time and memory not modelled")
-        return
     workers = result["workers"]
     on = f" on {workers} worker{'s' * (workers != 1)}" if workers else ""
     for part in result["parts"]:

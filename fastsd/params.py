@@ -11,8 +11,9 @@ Specs: ``MLP`` (a trained network on the symbol task: ``fastsd.train``, the
 "mlp" scan cell, ``fastsd train``), ``LAZY_LIMIT`` (``fastsd.kernels.lazy_limit``,
 the "lazy_limit" cell, ``fastsd ntk``), ``WALKERS`` (``fastsd.walkers.simulate``,
 the "walkers" cell, ``fastsd walkers``), ``BAYES`` (``fastsd.bayes.accuracy``
-through the "bayes" cell) and ``CALIBRATE`` (``fastsd.mlp.costs.calibrate``,
-``fastsd calibrate``).
+through the "bayes" cell), ``WEIGHT_STRUCTURE``, ``WEIGHT_IMAGES`` and
+``MAX_MARGIN`` (the cells of Fig. 1a/1d, A1 and C1) and ``CALIBRATE``
+(``fastsd.mlp.costs.calibrate``, ``fastsd calibrate``).
 """
 import argparse
 import math
@@ -302,6 +303,28 @@ CALIBRATE = Spec(
           "float32", choices=("float32", "float64")),
     Param("repeats", "int", "timed runs per shape; the fastest is kept", 3, minimum=1),
     Param("seconds", "float", "length of each timed run, in seconds", 0.1, positive=True),
+)
+
+def _trained_model():
+    """The settings of a figure's rich-and-lazy pair of trained models (Fig. 1a/1d, A1)."""
+    return (Param("model", "choice", "rich (gamma = 1) or lazy (gamma = 1e-5/sqrt(d), 1e-5 on "
+                  "images)", choices=("rich", "lazy")),
+            seed_param("seed of the task, the initialisation, batches and test sets"),
+            Param("width", "int", "hidden units m", minimum=1),
+            Param("steps", "int", "SGD steps", minimum=1),
+            Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1))
+
+
+WEIGHT_STRUCTURE = Spec(*_common(), *_trained_model())
+
+WEIGHT_IMAGES = Spec(
+    Param("task", "choice", "the visual task, images two cells a side (App. A)",
+          choices=("PSVRT", "Pentomino")),
+    *_trained_model())
+
+MAX_MARGIN = Spec(
+    *_common(),
+    Param("P", "int", "sampled training pairs P", minimum=2),
 )
 
 BAYES = Spec(

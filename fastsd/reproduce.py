@@ -1,12 +1,9 @@
 """Reproduce a figure of the paper: run its settings, then let the figure draw and tabulate them.
 
 ``reproduce(figure)`` looks the figure up in ``fastsd.figures`` and runs its
-full or quick settings into ``out``: a scan grid (``fastsd.presets.Preset``)
-through ``run_preset``, every part with ``fastsd.scan.run`` into
-``<out>/<name>.jsonl`` (resuming: finished cells are skipped); a figure that is
-no grid (Fig. 1a/1d, A1, C1) through its ``collect``, which stores one record
-per unit (a trained model, one (L, P)) in ``<out>/<name>.jsonl`` with what its
-plot needs (``fastsd.figures._units``), so a rerun computes nothing it has.
+full or quick settings, a ``fastsd.presets.Preset``, into ``out`` through
+``run_preset``: every part with ``fastsd.scan.run`` into ``<out>/<name>.jsonl``
+(resuming: finished cells are skipped, so a rerun computes nothing it has).
 The figure's ``report`` then draws ``<out>/<name>.png`` and ``.svg`` and
 returns the table the ``fastsd reproduce`` command prints.
 """
@@ -17,7 +14,6 @@ from . import _stop
 from ._dispatch import target_backend, traits
 from ._validation import check_choice
 from .figures import get_figure
-from .presets import Preset
 
 
 def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
@@ -52,12 +48,11 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     records = {}
     for (label, predictor, grid), store in zip(preset.parts, stores):
         pred = get_predictor(predictor)
-        keys = {pred.key(pred.prepare(s)) for _, s in grid.cells()}
+        keys = [pred.key(pred.prepare(s)) for _, s in grid.cells()]
         first = {}
         for r in store.load():
-            if r.get("key") in keys:
-                first.setdefault(r["key"], r)
-        records.setdefault(label, []).extend(first.values())
+            first.setdefault(r.get("key"), r)
+        records.setdefault(label, []).extend(first[k] for k in keys if k in first)
     return records, [store.path for store in stores]
 
 
@@ -111,8 +106,8 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
     -------
     dict
         JSON-ready: ``figure`` (the settings' name), ``title``, ``dry_run``
-        (True), ``grid`` (False for a figure that is no scan grid, whose time
-        is not modelled), ``parts`` (per part: its label and
+        (True), ``grid`` (True: every figure is a scan grid now; the key stays for
+        readers of earlier output, where Fig. 1a/1d, A1 and C1 were not), ``parts`` (per part: its label and
         ``fastsd.scan.Plan.to_json()``), ``cells``, ``done``, ``remaining``,
         ``workers``, ``seconds`` (the predicted wall time of the remaining
         cells; None where a part is not modelled), ``modelled_seconds`` (that
@@ -133,11 +128,8 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
     check_choice("backend", backend, BACKENDS)
     out = os.fspath(out)
     spec = fig.QUICK if quick else fig.FULL
-    result = {"figure": spec.name, "title": spec.title, "dry_run": True,
-              "grid": isinstance(spec, Preset), "parts": [], "available_bytes": available_bytes()}
-    if not isinstance(spec, Preset):
-        return dict(result, cells=None, done=None, remaining=None, workers=None, seconds=None,
-                    modelled_seconds=None, memory_bytes=None, peak_memory_bytes=None)
+    result = {"figure": spec.name, "title": spec.title, "dry_run": True, "grid": True,
+              "parts": [], "available_bytes": available_bytes()}
     plans = []
     for label, predictor, grid in spec.parts:
         store = os.path.join(out, spec.store_name(label) + ".jsonl")
@@ -203,11 +195,8 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
         raise ValueError(f"`out` must be a folder that exists or can be created; got {out!r} "
                          f"({exc.strerror or exc}).") from None
     spec = fig.QUICK if quick else fig.FULL
-    if isinstance(spec, Preset):
-        records, stores = run_preset(spec, out, progress=progress, backend=backend,
-                                     executor=executor)
-    else:
-        records, stores = fig.collect(spec, out, progress=progress, backend=backend)
+    records, stores = run_preset(spec, out, progress=progress, backend=backend,
+                                 executor=executor)
     heading, table, summary, figures = fig.report(spec, records, os.path.join(out, spec.name))
     return {"figure": spec.name, "title": spec.title, "heading": heading, "table": table,
             "summary": summary, "results": stores, "figures": figures}

@@ -79,8 +79,8 @@ def test_every_figure_refuses_an_unavailable_backend_before_making_its_folder(
 def test_a_figure_of_trained_models_trains_on_the_backend_asked_and_records_it(tmp_path,
                                                                              monkeypatch):
     from fastsd.figures import fig1a
-    monkeypatch.setattr(fig1a, "QUICK", replace(fig1a.QUICK, settings=dict(
-        d=8, L=4, width=16, steps=40, eval_every=20, seed=0)))
+    monkeypatch.setattr(fig1a, "QUICK", fig1a.preset(
+        "fig1a-quick", d=8, L=4, width=16, steps=40, eval_every=20, seed=0))
     assert main(["reproduce", "fig1a", "--quick", "--backend", "numpy", "--quiet",
                  "--out", str(tmp_path)]) == 0
     records = [json.loads(line) for line in (tmp_path / "fig1a-quick.jsonl").open()]
@@ -167,13 +167,13 @@ def _forbid(monkeypatch, target):
 
 def test_reproduce_figC1_rerun_computes_nothing_and_prints_the_same(tmp_path, capsys,
                                                                      monkeypatch):
-    monkeypatch.setattr(figC1, "QUICK", replace(figC1.QUICK, settings=dict(d=8, Ls=(16, 32),
-                                                                           Ps=(64, 256))))
-    args = ["reproduce", "figC1", "--quick", "--out", str(tmp_path), "--json"]
+    monkeypatch.setattr(figC1, "QUICK", figC1.preset("figC1-quick", 8, (16, 32), (64, 256)))
+    # in this process, so that the rerun's max_margin is the one forbidden below
+    args = ["reproduce", "figC1", "--quick", "--out", str(tmp_path), "--json", "--serial"]
     store = tmp_path / "figC1-quick.jsonl"
     assert main(args) == 0
     first = capsys.readouterr()
-    assert "(L, P)" in first.err                                # progress over units
+    assert "max_margin cells" in first.err                      # the scan's bar
     records = [json.loads(line) for line in store.read_text().splitlines()]
     assert [(r["L"], r["P"]) for r in records] == [(16, 64), (16, 256), (32, 64), (32, 256)]
     mtime = store.stat().st_mtime_ns
@@ -184,12 +184,10 @@ def test_reproduce_figC1_rerun_computes_nothing_and_prints_the_same(tmp_path, ca
     assert store.stat().st_mtime_ns == mtime
     # a new P computes only its units; other settings in the same store are refused
     monkeypatch.undo()
-    monkeypatch.setattr(figC1, "QUICK", replace(figC1.QUICK, settings=dict(
-        d=8, Ls=(16, 32), Ps=(64, 256, 512))))
+    monkeypatch.setattr(figC1, "QUICK", figC1.preset("figC1-quick", 8, (16, 32), (64, 256, 512)))
     assert main(args + ["--quiet"]) == 0
     assert [json.loads(x)["P"] for x in store.read_text().splitlines()][4:] == [512, 512]
-    monkeypatch.setattr(figC1, "QUICK", replace(figC1.QUICK, settings=dict(d=16, Ls=(16,),
-                                                                           Ps=(64,))))
+    monkeypatch.setattr(figC1, "QUICK", figC1.preset("figC1-quick", 16, (16,), (64,)))
     assert main(args + ["--quiet"]) == 1
     assert "belongs to a different grid" in capsys.readouterr().err
 
@@ -226,8 +224,8 @@ def test_walkers_command_table_json_and_bad_input(capsys):
 
 
 def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(fig1a, "QUICK", replace(fig1a.QUICK, settings=dict(
-        d=8, L=4, width=32, steps=300, eval_every=100, seed=0)))
+    monkeypatch.setattr(fig1a, "QUICK", fig1a.preset(
+        "fig1a-quick", d=8, L=4, width=32, steps=300, eval_every=100, seed=0))
     assert main(["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json"]) == 0
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["summary"]["rows"]}
     # rich units align with the sign of their readout (App. C.4); lazy ones barely move
@@ -238,13 +236,14 @@ def test_reproduce_fig1a_weight_structure(tmp_path, capsys, monkeypatch):
 
 def test_reproduce_fig1a_rerun_trains_nothing_and_draws_the_same(tmp_path, capsys,
                                                                   monkeypatch):
-    monkeypatch.setattr(fig1a, "QUICK", replace(fig1a.QUICK, settings=dict(
-        d=8, L=4, width=16, steps=60, eval_every=30, seed=0)))
-    args = ["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json"]
+    monkeypatch.setattr(fig1a, "QUICK", fig1a.preset(
+        "fig1a-quick", d=8, L=4, width=16, steps=60, eval_every=30, seed=0))
+    # in this process, so that the rerun's train_ensemble is the one forbidden below
+    args = ["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--json", "--serial"]
     store = tmp_path / "fig1a-quick.jsonl"
     assert main(args) == 0
     first = capsys.readouterr()
-    assert "fig1a-quick models" in first.err and "step" in first.err     # units and steps
+    assert "weight_structure cells" in first.err                         # the scan's bar
     assert [json.loads(x)["model"] for x in store.read_text().splitlines()] == ["rich", "lazy"]
     mtime, png = store.stat().st_mtime_ns, (tmp_path / "fig1a-quick.png").read_bytes()
     _forbid(monkeypatch, "fastsd.mlp.train_ensemble")
@@ -322,8 +321,8 @@ def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
         ("b", "L"), ("c", "n_patches"), ("e", "L"), ("f", "image_width")]
     assert all(set(r["mean"]) == {"gamma~0", "gamma=1"} for p in panels
                for r in p["table"]["rows"])
-    monkeypatch.setattr(figA1, "QUICK", replace(figA1.QUICK, settings=dict(
-        width=16, steps=40, eval_every=20, seed=0)))
+    monkeypatch.setattr(figA1, "QUICK", figA1.preset(
+        "figA1-quick", width=16, steps=40, eval_every=20, seed=0))
     assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["summary"]["rows"]
     assert [(r["task"], r["model"]) for r in rows] == [
@@ -342,12 +341,12 @@ def test_reproduce_fig3_panels_and_figA1_images(tmp_path, capsys, monkeypatch):
                         lambda task, gamma, *a, **k: trained.append(gamma) or real(task, gamma,
                                                                                    *a, **k))
     assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json",
-                 "--quiet"]) == 0
+                 "--quiet", "--serial"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["rows"] == rows
     assert trained == [[1e-5]]
     mtime = store.stat().st_mtime_ns
     assert main(["reproduce", "figA1", "--quick", "--out", str(tmp_path), "--json",
-                 "--quiet"]) == 0
+                 "--quiet", "--serial"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["rows"] == rows
     assert trained == [[1e-5]] and store.stat().st_mtime_ns == mtime
 
@@ -386,7 +385,6 @@ import sys
 # keeps (see test_an_inherited_ignored_sigint_stays_ignored).
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from fastsd.cli import main
-from dataclasses import replace
 
 from fastsd.figures import fig1a, fig1c
 from fastsd.presets import Preset
@@ -402,8 +400,8 @@ PARTS = {"one": (("mlp", "mlp", grid(20000, 6)),),         # ~2 s a cell
          "two": (("mlp", "mlp", grid(2000, 300)),          # ~0.2 s a cell: writing all along
                  ("slow", "mlp", grid(20000, 3)))}
 fig1c.QUICK = Preset("fig1c-quick", "L", "slow", PARTS.get(sys.argv[2], ()))
-fig1a.QUICK = replace(fig1a.QUICK, settings=dict(d=8, L=4, width=32, steps=10**7,
-                                                 eval_every=10**6, seed=0))
+fig1a.QUICK = fig1a.preset("fig1a-quick", d=8, L=4, width=32, steps=10**7, eval_every=10**6,
+                           seed=0)
 if __name__ == "__main__":
     figure = "fig1a" if sys.argv[2] == "in-process" else "fig1c"
     sys.exit(main(["reproduce", figure, "--quick", "--backend", "numpy", "--out", sys.argv[1],
@@ -433,7 +431,7 @@ def _workers(psutil, proc):
     ("two", [], "TERM"),             # two parts in threads on one shared pool (fig1e, fig2)
     ("two", [], "INT"),              # Ctrl-C in a terminal: SIGINT to the whole process group
     ("one", ["--serial"], "TERM"),   # the groups train in this process
-    ("in-process", [], "TERM"),      # fig1a, figA1: training in this process, no store
+    ("in-process", ["--serial"], "TERM"),   # fig1a: one long training run in this process
 ])
 def test_a_signal_stops_the_command_at_once_and_no_cell_is_written_after(tmp_path, parts,
                                                                          options, sig):

@@ -120,7 +120,7 @@ def test_plan_refuses_a_store_of_another_grid_and_writes_nothing(tmp_path):
     assert snapshot(tmp_path) == before
 
 
-def test_a_dry_run_of_parts_and_of_a_figure_that_is_no_grid(tmp_path, capsys, monkeypatch):
+def test_a_dry_run_of_parts_and_of_a_figure_of_trained_models(tmp_path, capsys, monkeypatch):
     tiny = Preset("fig1e-quick", "lazy_heatmap", "tiny", (
         ("lazy_limit", "lazy_limit", Grid(d=[4], L=[2, 3], steps=20, eval_every=10,
                                           n_test=8)),
@@ -131,7 +131,9 @@ def test_a_dry_run_of_parts_and_of_a_figure_that_is_no_grid(tmp_path, capsys, mo
     assert "lazy_limit: 2 cells" in text and "time not modelled (predictor 'lazy_limit')" in text
     assert "mlp: 1 cells" in text and "for the modelled parts; the others not modelled" in text
     assert main(["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--dry-run"]) == 0
-    assert "not a scan grid" in capsys.readouterr().out
+    text = capsys.readouterr().out                  # planned as every figure is
+    assert "models (weight_structure): 2 cells" in text and "1 groups" in text
+    assert "time not modelled (predictor 'weight_structure')" in text
     assert not os.listdir(tmp_path)
 
 
@@ -148,7 +150,9 @@ def test_a_dry_run_of_every_full_figure_is_one_json_line_each(tmp_path, capsys):
     # the lazy limit's flow cells have a (shipped) time and memory model
     assert full["fig1e"]["seconds"] == full["fig1e"]["modelled_seconds"] > 0
     assert all(p["memory_bytes"] > 0 for f in ("fig1e", "fig2") for p in full[f]["parts"])
-    assert full["fig1a"]["grid"] is False and full["fig1a"]["cells"] is None
+    # every figure is planned: the models and matrices of Fig. 1a/1d, A1 and C1 too
+    assert all(r["grid"] and r["cells"] > 0 for r in results)
+    assert (full["fig1a"]["cells"], full["figA1"]["cells"], full["figC1"]["cells"]) == (2, 4, 9)
 
 
 def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):

@@ -24,7 +24,12 @@ CELLS = {
     "walkers": dict(L=3, batch_size=4, n_iters=2, n_walkers=2),
     "lazy_limit": dict(d=4, L=3, steps=20, eval_every=10, n_test=8),
     "bayes": dict(d=4, L=3, sigma2=0.5, n_test=8),
+    "weight_structure": dict(d=4, L=3, model="rich", width=4, steps=4, eval_every=2),
+    "weight_images": dict(task="PSVRT", model="lazy", width=4, steps=2, eval_every=1),
+    "max_margin": dict(d=4, L=3, P=8),
 }
+#: The integer setting the tests change (L, where the predictor has one).
+VARY = {"weight_images": "width"}
 TIMING = {"wall_time"}
 
 
@@ -54,7 +59,8 @@ def test_prepare_names_an_unknown_and_a_missing_setting(predictor):
 
 def test_key_changes_with_a_setting_and_cost_is_positive(predictor):
     s = predictor.prepare(CELLS[predictor.name])
-    other = predictor.prepare({**CELLS[predictor.name], "L": s["L"] + 1})
+    vary = VARY.get(predictor.name, "L")
+    other = predictor.prepare({**CELLS[predictor.name], vary: s[vary] + 1})
     assert predictor.key(s) != predictor.key(other)
     cost = predictor.cost(s)
     assert math.isfinite(cost) and cost > 0
@@ -62,8 +68,9 @@ def test_key_changes_with_a_setting_and_cost_is_positive(predictor):
 
 
 def test_a_group_runs_to_one_strict_record_per_cell_in_order(predictor):
+    vary = VARY.get(predictor.name, "L")
     cells = [predictor.prepare(CELLS[predictor.name]),
-             predictor.prepare({**CELLS[predictor.name], "L": CELLS[predictor.name]["L"] + 1})]
+             predictor.prepare({**CELLS[predictor.name], vary: CELLS[predictor.name][vary] + 1})]
     group = [c for c in cells if predictor.group_key(c, "cpu") == predictor.group_key(cells[0],
                                                                                      "cpu")]
     records = predictor.run_group(group, backend="cpu")
@@ -73,7 +80,7 @@ def test_a_group_runs_to_one_strict_record_per_cell_in_order(predictor):
         for name in predictor.required:
             if name in rec:
                 assert rec[name] == cell[name], name
-        assert rec["L"] == cell["L"]
+        assert rec[vary] == cell[vary]
         assert {"backend", "version", "wall_time"} <= set(rec)
         assert rec["wall_time"] >= 0
 

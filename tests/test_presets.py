@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from fastsd.figures import PRESETS, get_preset
+from fastsd.scan.predictors import PREDICTORS
 from fastsd.plots import plot_accuracy_vs
 from fastsd.scan import (Cell, derive_task_seed, format_table, gamma_group, gamma_label,
                          gamma_name, lazy_gamma, summarize)
@@ -152,13 +153,31 @@ def test_figF1_is_the_published_activation_grid():
 
 
 def test_every_figure_module_holds_its_settings_report_and_help():
-    from fastsd.figures import FIGURES, GRID_FIGURES, REGISTRY, Units
+    from fastsd.figures import FIGURES, REGISTRY
     from fastsd.presets import Preset
+    from fastsd.scan import get_predictor
 
-    assert FIGURES == tuple(REGISTRY) and set(GRID_FIGURES) < set(FIGURES)
+    assert FIGURES == tuple(REGISTRY)
     for name, figure in REGISTRY.items():
         assert (figure.FULL.name, figure.QUICK.name) == (name, name + "-quick")
-        kind = Preset if name in GRID_FIGURES else Units
-        assert isinstance(figure.FULL, kind) and isinstance(figure.QUICK, kind)
-        assert callable(figure.report) and (kind is Preset or callable(figure.collect))
+        # one runner: every figure is a preset of scan parts, every cell a predictor's
+        assert isinstance(figure.FULL, Preset) and isinstance(figure.QUICK, Preset)
+        for spec in (figure.FULL, figure.QUICK):
+            for _, predictor, grid in spec.parts:
+                pred = get_predictor(predictor)
+                assert all(pred.prepare(s) for _, s in grid.cells())
+        assert callable(figure.report) and not hasattr(figure, "collect")
         assert figure.HELP and figure.QUICK_WALL_TIME.endswith(" s")
+
+
+@pytest.mark.parametrize("figure, predictor, cells", [
+    ("fig1a", "weight_structure", 2), ("figA1", "weight_images", 4), ("figC1", "max_margin", 4)])
+def test_the_figures_of_models_and_matrices_are_scan_parts_too(figure, predictor, cells):
+    quick = get_preset(figure, quick=True)
+    (_, name, grid), = quick.parts
+    assert name == predictor and len(grid.cells()) == cells
+    pred = PREDICTORS[predictor]
+    prepared = [pred.prepare(s) for _, s in grid.cells()]
+    # a figure's models train in lockstep: one group per task
+    groups = {pred.group_key(s) for s in prepared}
+    assert len(groups) == {"weight_structure": 1, "weight_images": 2, "max_margin": 4}[predictor]

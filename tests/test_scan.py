@@ -488,3 +488,29 @@ def test_a_grid_too_large_to_hold_is_refused_at_once(tmp_path):
     with pytest.raises(ValueError, match=r"`grid` must have at most 1,000,000 cells.*"
                                          r"got 1,000,000,000"):
         run(grid, "mlp", tmp_path / "s.jsonl", progress=False)
+
+
+def test_a_store_of_settings_the_predictor_no_longer_has_is_refused_with_what_to_do(tmp_path):
+    # Fig. 1a's store as fastsd wrote it before its models were scan cells: gamma an axis
+    path = tmp_path / "fig1a-quick.jsonl"
+    ResultStore(path).bind({"predictor": "weight_structure", "axes": ["model", "gamma"],
+                            "fixed": {"d": 8, "L": 4, "width": 16, "steps": 40,
+                                      "eval_every": 20, "seed": 0}})
+    grid = Grid(model=["rich", "lazy"], d=8, L=4, width=16, steps=40, eval_every=20, seed=0)
+    for call in (run, fastsd.scan.plan):
+        with pytest.raises(ValueError, match="setting `gamma`, which 'weight_structure' no "
+                                             "longer has .* delete it and .*grid.json"):
+            call(grid, "weight_structure", path, "serial")
+    assert not os.path.exists(path)                 # nothing computed, nothing written
+
+
+def test_the_max_margin_cells_are_the_theorys_matrix(tmp_path):
+    from fastsd.tasks import SameDifferent
+    from fastsd.theory import max_margin
+
+    records = run(Grid(d=4, L=[8], P=[32, 64]), "max_margin", tmp_path / "m.jsonl", "serial",
+                  progress=False)
+    for r in records:
+        want = max_margin(SameDifferent(4, r["L"], seed=r["L"]), r["P"], seed=r["P"])
+        assert r["top_alignment"] == want["top"]["alignment"]
+        np.testing.assert_array_equal(np.array(r["matrix"]), want["matrix"])

@@ -3,14 +3,13 @@
 A figure's module holds all of that figure:
 
 * ``FULL`` and ``QUICK``: its published settings and a reduced variant that
-  runs in minutes on a laptop. A scan grid is a ``fastsd.presets.Preset``,
-  which ``fastsd.reproduce.run_preset`` runs into ``<out>/<name>.jsonl``
-  (one store per part when there are several); a figure that is no grid
-  (trained models, (L, P) of a matrix) has ``Units`` settings and
-  ``collect(spec, out, progress=True, backend="auto") -> (records, stores)``,
-  which computes the units its store lacks (``fastsd.figures._units.run_units``)
-  on the backend asked for (its records name the one used).
-* ``report(spec, records, prefix) -> (heading, table, summary, figures)``:
+  runs in minutes on a laptop, each a ``fastsd.presets.Preset`` of scan parts
+  (a grid over the settings of one predictor: trained networks, the lazy limit,
+  walkers, the Bayes-optimal classifiers, a figure's pair of trained models, the
+  max-margin matrix), which ``fastsd.reproduce.run_preset`` runs into
+  ``<out>/<name>.jsonl`` (one store per part when there are several).
+* ``report(spec, records, prefix) -> (heading, table, summary, figures)``,
+  ``records`` the stored records of each part by label, in grid order:
   the heading and the text of its table, the table as JSON-ready data, and
   the paths of its drawing, written to ``prefix`` + ".png" and ".svg" (the
   module's own ``plot_*`` function, or one of ``fastsd.plots`` that several
@@ -24,8 +23,6 @@ table, which a test holds equal).
 import importlib
 
 from .._validation import check_choice
-from ..presets import Preset
-from ._units import Units
 
 #: Figure name -> its module, in the order ``fastsd reproduce all`` runs them.
 REGISTRY = {name: importlib.import_module(f"{__name__}.{name}") for name in (
@@ -42,15 +39,11 @@ REGISTRY = {name: importlib.import_module(f"{__name__}.{name}") for name in (
     "figC1",
 )}
 FIGURES = tuple(REGISTRY)
-#: The figures whose settings are a scan grid (a ``Preset``).
-GRID_FIGURES = tuple(name for name, module in REGISTRY.items()
-                     if isinstance(module.FULL, Preset))
-#: Every scan grid by name, full and quick ("fig1c", "fig1c-quick", ...).
-PRESETS = {spec.name: spec for name in GRID_FIGURES
+#: Every figure's preset by name, full and quick ("fig1c", "fig1c-quick", ...).
+PRESETS = {spec.name: spec for name in FIGURES
            for spec in (REGISTRY[name].FULL, REGISTRY[name].QUICK)}
 
-__all__ = ["FIGURES", "GRID_FIGURES", "PRESETS", "REGISTRY", "Units", "get_figure",
-           "get_preset"]
+__all__ = ["FIGURES", "PRESETS", "REGISTRY", "get_figure", "get_preset"]
 
 
 def get_figure(figure):
@@ -66,13 +59,13 @@ def get_figure(figure):
 
 
 def get_preset(figure, quick=False):
-    """Return the grid of ``figure`` (one of ``GRID_FIGURES``), optionally its quick variant.
+    """Return the preset of ``figure`` (one of ``FIGURES``), optionally its quick variant.
 
     Raises
     ------
     ValueError
         For an unknown figure.
     """
-    check_choice("figure", figure, GRID_FIGURES)
+    check_choice("figure", figure, FIGURES)
     module = REGISTRY[figure]
     return module.QUICK if quick else module.FULL

@@ -1,47 +1,26 @@
 """Fig. 1a/1d: hidden-weight alignment against readout, one rich and one lazy model.
 
-No scan grid: the two models (gamma = 1 and the lazy 1e-5/sqrt(d)) train in
-lockstep on one task, and each is stored as a unit with its weight structure
-(``fastsd.walkers.weight_structure``), so a rerun trains nothing.
+One scan part of the "weight_structure" predictor: the two models (gamma = 1 and
+the lazy 1e-5/sqrt(d)) train in lockstep on one task, each stored as a cell with
+its weight structure (``fastsd.walkers.weight_structure``), so a rerun trains
+nothing.
 """
-from ._units import Units, run_units, trained_on, train_models
+from ..presets import Preset
+from ..scan import Grid
 
 HELP = "weight alignment vs readout, rich and lazy (d=128, L=16)"
-QUICK_WALL_TIME = "3 s"
-_TITLE = "Fig. 1a/1d: hidden-weight alignment against readout"
-FULL = Units("fig1a", _TITLE, dict(d=128, L=16, width=1024, steps=15_000, eval_every=3000,
-                                   seed=0))
-QUICK = Units("fig1a-quick", _TITLE, dict(d=128, L=16, width=256, steps=2000, eval_every=400,
-                                          seed=0))
+QUICK_WALL_TIME = "6 s"
 
 
-def collect(spec, out, progress=True, backend="auto"):
-    """Train the rich and the lazy model the store lacks (``fastsd.figures``); return both records.
+def preset(name, **settings):
+    """The figure's ``Preset`` named ``name``: the rich and the lazy model at ``settings``
+    (d, L, width, steps, eval_every, seed of the "weight_structure" predictor)."""
+    return Preset(name, "readout", "Fig. 1a/1d: hidden-weight alignment against readout",
+                  (("models", "weight_structure", Grid(model=["rich", "lazy"], **settings)),))
 
-    ``spec.settings`` holds ``d``, ``L``, ``seed`` and the training settings.
-    """
-    from ..conventions import lazy_gamma
-    from ..tasks import SameDifferent
-    from ..walkers import weight_structure
 
-    cfg = spec.settings
-
-    def compute(units):
-        task = SameDifferent(d=cfg["d"], L=cfg["L"], seed=cfg["seed"])
-        records = []
-        for r in train_models(task, units, cfg, progress, backend):
-            ws = weight_structure(r)
-            records.append({"best_test_accuracy": r.best_test_accuracy,
-                            "alignment_positive": float(ws.alignment[ws.readout > 0].mean()),
-                            "alignment_negative": float(ws.alignment[ws.readout < 0].mean()),
-                            "readout_ratio": ws.readout_ratio, "structure": ws.to_record(),
-                            **trained_on(r)})
-        return records
-
-    units = [{"model": "rich", "gamma": 1.0}, {"model": "lazy", "gamma": lazy_gamma(cfg["d"])}]
-    store = spec.store(out)
-    return run_units(store, "weight_structure", cfg, units, compute, group=lambda u: 0,
-                     progress=progress, desc=f"{spec.name} models"), [store]
+FULL = preset("fig1a", d=128, L=16, width=1024, steps=15_000, eval_every=3000, seed=0)
+QUICK = preset("fig1a-quick", d=128, L=16, width=256, steps=2000, eval_every=400, seed=0)
 
 
 def report(spec, records, prefix):
@@ -49,7 +28,8 @@ def report(spec, records, prefix):
 
     ``summary`` holds ``rows``, one per model.
     """
-    cfg = spec.settings
+    cfg = spec.parts[0][2].fixed
+    records = records["models"]
     rows = [{k: r[k] for k in ("model", "gamma", "best_test_accuracy", "alignment_positive",
                                "alignment_negative", "readout_ratio")} for r in records]
     title = (f"Fig. 1a/1d: hidden-weight alignment vs readout, rich (gamma = 1) and lazy "

@@ -1,59 +1,27 @@
 """Fig. A1: hidden weights as images, a rich and a lazy model on PSVRT and Pentomino (App. A).
 
-No scan grid: on each task (images two cells a side) the two models train in
-lockstep, and each is stored as a unit with its cell correlations and the
-weight images of its units with the largest and the most negative readout.
+One scan part of the "weight_images" predictor: on each task (images two cells a
+side) the two models train in lockstep, each stored as a cell with its cell
+correlations and the weight images of its units with the largest and the most
+negative readout.
 """
-from ..conventions import IMAGE_LAZY_GAMMA
-from ._units import Units, run_units, trained_on, train_models
+from ..presets import Preset
+from ..scan import Grid
 
 HELP = "hidden weights as images, rich and lazy"
-QUICK_WALL_TIME = "19 s"
-_TITLE = "Fig. A1: parallel and antiparallel regions in hidden weights (App. A)"
-FULL = Units("figA1", _TITLE, dict(width=512, steps=20_000, eval_every=2000, seed=0))
-QUICK = Units("figA1-quick", _TITLE, dict(width=256, steps=3000, eval_every=500, seed=0))
-#: The tasks, images two cells a side (App. A), and the two models trained on each.
-TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
-         "Pentomino": dict(width=2, n_train_shapes=14)}
-MODELS = {"rich": 1.0, "lazy": IMAGE_LAZY_GAMMA}
+QUICK_WALL_TIME = "14 s"
 
 
-def collect(spec, out, progress=True, backend="auto"):
-    """Train the models the store lacks, a task's together (``fastsd.figures``); return all.
+def preset(name, **settings):
+    """The figure's ``Preset`` named ``name``: a rich and a lazy model on PSVRT and on
+    Pentomino at ``settings`` (width, steps, eval_every, seed of "weight_images")."""
+    return Preset(name, "images", "Fig. A1: parallel and antiparallel regions in hidden "
+                  "weights (App. A)", (("models", "weight_images", Grid(
+                      task=["PSVRT", "Pentomino"], model=["rich", "lazy"], **settings)),))
 
-    ``spec.settings`` holds the training settings and ``seed``; one record per (task,
-    model), in the order of ``TASKS`` and ``MODELS``.
-    """
-    import numpy as np
 
-    from ..analysis import cell_correlations
-    from ..tasks import PSVRT, Pentomino
-
-    cfg = spec.settings
-    iu = np.triu_indices(4, 1)
-
-    def compute(units):
-        kind = units[0]["task"]
-        task = {"PSVRT": PSVRT, "Pentomino": Pentomino}[kind](**TASKS[kind], seed=cfg["seed"])
-        records = []
-        for r in train_models(task, units, cfg, progress, backend):
-            w, a = r.final_params.w, r.final_params.a
-            corr = np.abs(cell_correlations(task, w)[:, iu[0], iu[1]])
-            top = np.argsort(-np.abs(a))[:16]
-            images = task.weights_as_images(w)
-            records.append({"best_test_accuracy": r.best_test_accuracy,
-                            "cell_correlation_top16": float(corr[top].mean()),
-                            "cell_correlation_all": float(corr.mean()),
-                            "image_largest_a": images[np.argmax(a)],
-                            "image_most_negative_a": images[np.argmin(a)],
-                            **trained_on(r)})
-        return records
-
-    units = [{"task": t, "model": m, "gamma": g} for t in TASKS for m, g in MODELS.items()]
-    store = spec.store(out)
-    return run_units(store, "weight_images", {**cfg, "tasks": TASKS}, units, compute,
-                     group=lambda u: u["task"], progress=progress,
-                     desc=f"{spec.name} models"), [store]
+FULL = preset("figA1", width=512, steps=20_000, eval_every=2000, seed=0)
+QUICK = preset("figA1-quick", width=256, steps=3000, eval_every=500, seed=0)
 
 
 def report(spec, records, prefix):
@@ -63,7 +31,8 @@ def report(spec, records, prefix):
     """
     import numpy as np
 
-    cfg = spec.settings
+    cfg = spec.parts[0][2].fixed
+    records = records["models"]
     rows = [{k: r[k] for k in ("task", "model", "gamma", "best_test_accuracy",
                                "cell_correlation_top16", "cell_correlation_all")}
             for r in records]

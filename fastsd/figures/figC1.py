@@ -1,39 +1,24 @@
 """Fig. C1: the max-margin matrix against its limit (Theorem 1, App. C.1) over (L, P).
 
-No scan grid: each (L, P) at one d is a unit, stored with its alignments and
-its matrix, so a rerun computes nothing and draws the last one the same.
+One scan part of the "max_margin" predictor: each (L, P) at one d is a cell,
+stored with its alignments and its matrix (solved in NumPy on any backend), so
+a rerun computes nothing and draws the last one the same.
 """
-from ._units import Units, run_units
+from ..presets import Preset
+from ..scan import Grid
 
 HELP = "max-margin matrix and alignments (d=32)"
-QUICK_WALL_TIME = "3 s"
-_TITLE = "Fig. C1: max-margin matrix and its limit (Theorem 1)"
-FULL = Units("figC1", _TITLE, dict(d=32, Ls=(256, 4096, 65536), Ps=(1024, 16384, 262144)))
-QUICK = Units("figC1-quick", _TITLE, dict(d=32, Ls=(256,), Ps=(256, 1024, 4096, 16384)))
+QUICK_WALL_TIME = "4 s"
 
 
-def collect(spec, out, progress=True, backend="auto"):
-    """Compute the (L, P) the store lacks (``fastsd.figures``); return every record, L-major.
+def preset(name, d, Ls, Ps):
+    """The figure's ``Preset`` named ``name``: every (L, P) of ``Ls`` x ``Ps`` at ``d``, L-major."""
+    return Preset(name, "max_margin", "Fig. C1: max-margin matrix and its limit (Theorem 1)",
+                  (("matrix", "max_margin", Grid(d=d, L=list(Ls), P=list(Ps))),))
 
-    ``spec.settings`` holds ``d`` and the ``Ls`` and ``Ps`` to cross. The
-    max-margin problems are solved in NumPy on any ``backend``.
-    """
-    from ..tasks import SameDifferent
-    from ..theory import max_margin
 
-    cfg = spec.settings
-
-    def compute(units):
-        (u,) = units
-        r = max_margin(SameDifferent(cfg["d"], u["L"], seed=u["L"]), u["P"], seed=u["P"])
-        return [{"top_alignment": r["top"]["alignment"],
-                 "bottom_alignment": r["bottom"]["alignment"],
-                 "relative_distance": r["relative_distance"], "matrix": r["matrix"]}]
-
-    store = spec.store(out)
-    return run_units(store, "max_margin", {"d": cfg["d"]},
-                     [{"L": L, "P": P} for L in cfg["Ls"] for P in cfg["Ps"]], compute,
-                     progress=progress, desc=f"{spec.name} (L, P)"), [store]
+FULL = preset("figC1", 32, (256, 4096, 65536), (1024, 16384, 262144))
+QUICK = preset("figC1-quick", 32, (256,), (256, 1024, 4096, 16384))
 
 
 def report(spec, records, prefix):
@@ -45,7 +30,8 @@ def report(spec, records, prefix):
 
     from ..theory import max_margin_ideal
 
-    d = spec.settings["d"]
+    records = records["matrix"]
+    d = spec.parts[0][2].fixed["d"]
     rows = [{"d": d, **{k: r[k] for k in ("L", "P", "top_alignment", "bottom_alignment",
                                           "relative_distance")}} for r in records]
     last = records[-1]

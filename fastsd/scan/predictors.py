@@ -24,11 +24,13 @@ largest first.
 import time
 from dataclasses import asdict
 
+from .. import __version__
 from .._dispatch import traits
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, resolve_task_seed
-from ..params import BAYES, LAZY_LIMIT, MLP, WALKERS
+from ..params import (BAYES, LAZY_LIMIT, MAX_MARGIN, MLP, WALKERS, WEIGHT_IMAGES,
+                      WEIGHT_STRUCTURE)
 from .cells import Cell, settings_key
 
 
@@ -482,6 +484,136 @@ class BayesPredictor(Predictor):
         return out
 
 
+class _ModelPairPredictor(Predictor):
+    """A rich and a lazy model trained in lockstep on one task; the records describe them.
+
+    Cells that differ only in ``model`` form one group (one ``train_ensemble``).
+    Subclasses give ``task(settings)``, ``gamma(settings)`` and ``describe(result,
+    task)``, the record's fields besides the cell's settings and the backend,
+    path and dtype trained on.
+    """
+
+    def group_key(self, settings, backend="cpu"):
+        return tuple(sorted((k, v) for k, v in settings.items() if k != "model"))
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from ..mlp import train_ensemble
+
+        s0 = group[0]
+        task = self.task(s0)
+        gammas = [self.gamma(s) for s in group]
+        results = train_ensemble(task, gammas, s0["seed"], width=s0["width"],
+                                 steps=s0["steps"], eval_every=s0["eval_every"],
+                                 backend=backend, dtype=dtype)
+        return [strict_json({**s, "gamma": g, **self.describe(r, task),
+                             **{k: r.config[k] for k in ("backend", "path", "dtype")},
+                             "version": __version__, "wall_time": r.wall_time})
+                for s, g, r in zip(group, gammas, results)]
+
+
+class WeightStructurePredictor(_ModelPairPredictor):
+    """Fig. 1a/1d: a rich (gamma = 1) and a lazy (1e-5/sqrt(d)) model on the symbol task.
+
+    Settings: d, L, ``model`` ("rich" or "lazy"), seed (of the task and the
+    training), width, steps, eval_every. The record holds the best test
+    accuracy, the mean alignment v1.v2/(|v1||v2|) of the units with a > 0 and
+    with a < 0, the readout ratio |mean a-|/|mean a+| (App. C.4.3) and the
+    per-unit structure (``fastsd.walkers.weight_structure``).
+    """
+
+    name = "weight_structure"
+    spec = WEIGHT_STRUCTURE
+
+    def task(self, s):
+        from ..tasks import SameDifferent
+        return SameDifferent(d=s["d"], L=s["L"], seed=s["seed"])
+
+    def gamma(self, s):
+        from ..conventions import lazy_gamma
+        return 1.0 if s["model"] == "rich" else lazy_gamma(s["d"])
+
+    def describe(self, result, task):
+        from ..walkers import weight_structure
+
+        ws = weight_structure(result)
+        return {"best_test_accuracy": result.best_test_accuracy,
+                "alignment_positive": float(ws.alignment[ws.readout > 0].mean()),
+                "alignment_negative": float(ws.alignment[ws.readout < 0].mean()),
+                "readout_ratio": ws.readout_ratio, "structure": ws.to_record()}
+
+
+class WeightImagesPredictor(_ModelPairPredictor):
+    """Fig. A1: a rich and a lazy model on PSVRT or Pentomino, images two cells a side.
+
+    Settings: ``task`` ("PSVRT": 5 x 5 patches, 256 training patterns;
+    "Pentomino": width 2, 14 training shapes; ``TASKS``), ``model``, seed,
+    width, steps, eval_every. The record holds the best test accuracy, the
+    mean |correlation| between the weights' cells over the 16 units with the
+    largest |readout| and over all, and the weight images of the units with
+    the largest and the most negative readout (App. A).
+    """
+
+    name = "weight_images"
+    spec = WEIGHT_IMAGES
+    #: The tasks' settings (App. A).
+    TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
+             "Pentomino": dict(width=2, n_train_shapes=14)}
+
+    def task(self, s):
+        from ..tasks import PSVRT, Pentomino
+        return {"PSVRT": PSVRT, "Pentomino": Pentomino}[s["task"]](**self.TASKS[s["task"]],
+                                                                  seed=s["seed"])
+
+    def gamma(self, s):
+        from ..conventions import IMAGE_LAZY_GAMMA
+        return 1.0 if s["model"] == "rich" else IMAGE_LAZY_GAMMA
+
+    def describe(self, result, task):
+        import numpy as np
+
+        from ..analysis import cell_correlations
+
+        iu = np.triu_indices(4, 1)
+        w, a = result.final_params.w, result.final_params.a
+        corr = np.abs(cell_correlations(task, w)[:, iu[0], iu[1]])
+        top = np.argsort(-np.abs(a))[:16]
+        images = task.weights_as_images(w)
+        return {"best_test_accuracy": result.best_test_accuracy,
+                "cell_correlation_top16": float(corr[top].mean()),
+                "cell_correlation_all": float(corr.mean()),
+                "image_largest_a": images[np.argmax(a)],
+                "image_most_negative_a": images[np.argmin(a)]}
+
+
+class MaxMarginPredictor(Predictor):
+    """Fig. C1: the max-margin matrix of P pairs over L symbols in d dimensions (Theorem 1).
+
+    Settings: d, L, P; the symbols are drawn with seed L and the pairs with seed
+    P (``fastsd.theory.max_margin``, NumPy on any backend). The record holds the
+    alignment of the top and the bottom eigenvector, the relative Frobenius
+    distance to the limit and the matrix.
+    """
+
+    name = "max_margin"
+    spec = MAX_MARGIN
+
+    def run_group(self, group, backend="auto", dtype=None):
+        from ..tasks import SameDifferent
+        from ..theory import max_margin
+
+        out = []
+        for s in group:
+            start = time.perf_counter()
+            r = max_margin(SameDifferent(s["d"], s["L"], seed=s["L"]), s["P"], seed=s["P"])
+            out.append(strict_json({**s, "top_alignment": r["top"]["alignment"],
+                                    "bottom_alignment": r["bottom"]["alignment"],
+                                    "relative_distance": r["relative_distance"],
+                                    "matrix": r["matrix"], "backend": "numpy",
+                                    "dtype": "float64", "version": __version__,
+                                    "wall_time": time.perf_counter() - start}))
+        return out
+
+
 def cell_record(cell, result, task, activation_change=None):
     """Return the stored record of a trained MLP cell.
 
@@ -570,7 +702,9 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto", progress=Fals
 
 #: The predictors ``fastsd.scan.run`` accepts, by name.
 PREDICTORS = {p.name: p for p in (MLPPredictor(), MLPImagePredictor(), TheoryPredictor(),
-                                   WalkersPredictor(), LazyLimitPredictor(), BayesPredictor())}
+                                   WalkersPredictor(), LazyLimitPredictor(), BayesPredictor(),
+                                   WeightStructurePredictor(), WeightImagesPredictor(),
+                                   MaxMarginPredictor())}
 
 
 def get_predictor(name):

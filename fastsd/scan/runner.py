@@ -219,6 +219,7 @@ def predicted_wall(seconds, workers):
 def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads, progress):
     """The part of ``run`` after validation, with the store locked: compute what is missing."""
     fresh = store.grid_signature() is None
+    _check_stored_settings(store, pred)
     store.bind(grid.signature(pred.name), pred.defaults)
 
     groups, work = _pending_groups(pred, cells, store.done_keys(), target, dtype)
@@ -386,6 +387,7 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
                cpu_count() if executor is None else None)
     store = _as_store(store)
     cells = _prepared_cells(grid, pred)
+    _check_stored_settings(store, pred)
     store.check_binding(grid.signature(pred.name), pred.defaults)
     groups, _ = _pending_groups(pred, cells, store.done_keys(), target, dtype)
     settings = [[p for _, _, p in g] for g in groups]
@@ -402,6 +404,26 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
     return Plan(pred.name, store.path, target, len(cells), len(cells) - sum(map(len, groups)),
                 tuple(map(len, groups)), seconds, tuple(memory(g) for g in settings), workers,
                 model)
+
+
+def _check_stored_settings(store, pred):
+    """Refuse a store whose grid names settings ``pred`` does not have (an earlier fastsd's).
+
+    Fig. 1a/1d, A1 and C1 stored their models and matrices outside the scan
+    before they were scan parts, with settings their predictors no longer take
+    (``gamma`` as an axis, ``tasks``): such a store is refused with what to do.
+    """
+    stored = store.grid_signature()
+    if stored is None or stored.get("predictor") != pred.name:
+        return                      # none yet, or another predictor's: bind says so
+    known = set(pred.required) | set(pred.defaults)
+    unknown = sorted((set(stored.get("fixed", {})) | set(stored.get("axes", []))) - known)
+    if unknown:
+        raise ValueError(
+            f"`store` {store.path} holds {pred.name!r} cells with the setting "
+            f"`{unknown[0]}`, which {pred.name!r} no longer has (written by an earlier "
+            f"fastsd); use another store path, or delete it and {store.grid_path} to compute "
+            f"its cells again.")
 
 
 def _describe(error):
