@@ -59,6 +59,8 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=np.float64):
 
     ``shape`` may contain ``None`` for a free axis.
     """
+    if np.iscomplexobj(value):          # casting would drop the imaginary part silently
+        fail(name, "a real array", _Described("a complex array"), TypeError)
     try:
         arr = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):

@@ -90,6 +90,9 @@ def _add_reproduce_parser(sub):
                         "predicted wall time on this machine (fastsd calibrate's cost model, else "
                         "the shipped prices scaled by this machine's probe) and the memory "
                         "needed")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="with --dry-run: predict the wall time on N single-threaded workers "
+                        "(a cluster's) instead of this machine's cores")
     p.set_defaults(func=_cmd_reproduce)
 
 
@@ -151,10 +154,7 @@ def _cmd_train(args):
     cell = Cell(**{n: getattr(args, n) for n in MLP if n != "root_d"})
     record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path,
                           progress=not args.quiet)
-    record["key"] = cell.key
-    if record["diverged"]:
-        warnings.warn("training diverged: the loss became NaN or inf (lower alpha0 or gamma)",
-                      RuntimeWarning, stacklevel=2)
+    record["key"] = cell.key            # a diverged run is warned of by train_ensemble
     if args.json:
         print(json.dumps(record, sort_keys=True))
         return
@@ -284,22 +284,48 @@ def _print_plan(result):
     print(f"  total: {result['remaining']} of {result['cells']} cells to compute, {total}{memory}")
 
 
+def _print_total(results, as_json):
+    """The whole run of several figures, one after another: its predicted wall time."""
+    from ._progress import clock
+
+    walls = [r["predicted_wall_s"] for r in results]
+    total = sum(walls) if all(w is not None for w in walls) else None
+    modelled = sum(w for w in walls if w is not None)
+    if as_json:
+        print(json.dumps({"figure": "all", "figures": [r["figure"] for r in results],
+                          "workers": results[0]["workers"], "predicted_wall_s": total,
+                          "modelled_wall_s": modelled}, sort_keys=True))
+        return
+    workers = results[0]["workers"]
+    on = f" on {workers} worker{'s' * (workers != 1)}" if workers else ""
+    missing = [r["figure"] for r in results if r["predicted_wall_s"] is None]
+    print(f"all {len(results)} figures, one after another: predicted {clock(modelled)}{on}"
+          + (f" for the modelled ones ({', '.join(missing)} not modelled)" if missing else ""))
+
+
 def _cmd_reproduce(args):
     from .reproduce import plan, reproduce
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"`--out` must be a folder; got {args.out!r}, which is a file.")
     figures = FIGURES if args.figure == "all" else (args.figure,)
+    if args.workers is not None and not args.dry_run:
+        raise ValueError(f"`--workers` plans a run on N workers: give it with --dry-run; got "
+                         f"--workers {args.workers} without it.")
     if args.dry_run:
         executor = _executor(args)
         try:
+            results = []
             for figure in figures:
-                result = plan(figure, quick=args.quick, out=args.out, backend=args.backend,
-                              executor=executor)
+                results.append(plan(figure, quick=args.quick, out=args.out,
+                                    backend=args.backend, executor=executor,
+                                    workers=args.workers))
                 if args.json:
-                    print(json.dumps(result, sort_keys=True))
+                    print(json.dumps(results[-1], sort_keys=True))
                 else:
-                    _print_plan(result)
+                    _print_plan(results[-1])
+            if len(results) > 1:
+                _print_total(results, args.json)
         finally:
             if executor not in (None, "serial"):
                 executor.close()

@@ -8,6 +8,7 @@ The figure's ``report`` then draws ``<out>/<name>.png`` and ``.svg`` and
 returns the table the ``fastsd reproduce`` command prints.
 """
 import os
+import tempfile
 import warnings
 
 from . import _stop
@@ -83,7 +84,7 @@ def _run_parts(preset, stores, backend, progress):
             raise
 
 
-def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
+def plan(figure, *, quick=False, out="results", backend="auto", executor=None, workers=None):
     """What ``reproduce`` would run, and its predicted time and memory; nothing is run or written.
 
     Each part of the figure's grid is planned by ``fastsd.scan.plan``: its
@@ -101,6 +102,9 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
     figure, quick, out, backend, executor
         As ``reproduce``. With an executor of unknown size (a Dask client)
         the wall time is not predicted; the work (seconds on one thread) is.
+    workers : int, optional
+        Predict the wall time on this many single-threaded workers (a
+        cluster's) instead of the executor's; >= 1.
 
     Returns
     -------
@@ -109,8 +113,9 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
         (True), ``grid`` (True: every figure is a scan grid now; the key stays for
         readers of earlier output, where Fig. 1a/1d, A1 and C1 were not), ``parts`` (per part: its label and
         ``fastsd.scan.Plan.to_json()``), ``cells``, ``done``, ``remaining``,
-        ``workers``, ``seconds`` (the predicted wall time of the remaining
-        cells; None where a part is not modelled), ``modelled_seconds`` (that
+        ``workers``, ``seconds`` and ``predicted_wall_s`` (the predicted wall time
+        of the remaining cells, the same number; None where a part is not
+        modelled), ``modelled_seconds`` (that
         of the modelled parts), ``memory_bytes`` and ``peak_memory_bytes``
         (the largest group, and the most that runs at once), ``available_bytes``.
 
@@ -133,15 +138,17 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None):
     plans = []
     for label, predictor, grid in spec.parts:
         store = os.path.join(out, spec.store_name(label) + ".jsonl")
-        plans.append(plan_grid(grid, predictor, store, executor, backend=backend))
+        plans.append(plan_grid(grid, predictor, store, executor, backend=backend,
+                               workers=workers))
         result["parts"].append(dict(plans[-1].to_json(), label=label))
     workers = plans[0].workers
     modelled = [s for p in plans if p.modelled for s in p.group_seconds]
     wall = None if workers is None else predicted_wall(modelled, workers) if modelled else 0.0
     memory = [m for p in plans for m in p.group_memory if m is not None]
+    seconds = wall if all(p.modelled for p in plans) else None
     return dict(result, cells=sum(p.cells for p in plans), done=sum(p.done for p in plans),
                 remaining=sum(p.remaining for p in plans), workers=workers,
-                seconds=wall if all(p.modelled for p in plans) else None,
+                seconds=seconds, predicted_wall_s=seconds,
                 modelled_seconds=wall, memory_bytes=max(memory) if memory else None,
                 peak_memory_bytes=sum(sorted(memory, reverse=True)[:workers or 1])
                 if memory else None)
@@ -193,6 +200,12 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"`out` must be a folder that exists or can be created; got {out!r} "
+                         f"({exc.strerror or exc}).") from None
+    try:                                # ... and on one that cannot be written (read-only)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise ValueError(f"`out` must be a folder that fastsd can write in; got {out!r} "
                          f"({exc.strerror or exc}).") from None
     spec = fig.QUICK if quick else fig.FULL
     records, stores = run_preset(spec, out, progress=progress, backend=backend,

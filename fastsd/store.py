@@ -50,12 +50,37 @@ class ResultStore:
 
     def __init__(self, path):
         self.path = os.fspath(path)
+        if not self.path:
+            raise ValueError("`path` of a store must name a file, e.g. 'results/scan.jsonl'; "
+                             "got ''.")
         if os.path.isdir(self.path) or self.path.endswith((os.sep, "/")):
             raise ValueError(f"`path` of a store must name a file, e.g. 'results/scan.jsonl'; "
                              f"got {self.path!r}, which is a folder.")
 
     def __repr__(self):
         return f"ResultStore({self.path!r})"
+
+    def check_writable(self):
+        """Raise now, before anything is computed, if records could not be appended.
+
+        Opens the file for appending (or, when it does not exist yet, creates
+        and removes it), as ``write`` will.
+
+        Raises
+        ------
+        ValueError
+            Naming the file and why it cannot be written (read-only file or
+            folder, no such folder, a read-only file system, ...).
+        """
+        try:
+            if os.path.exists(self.path):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND))
+            else:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                os.remove(self.path)
+        except OSError as exc:
+            raise ValueError(f"`store` must be a file that can be written; {self.path!r} "
+                             f"cannot be ({exc.strerror or exc}).") from None
 
     def write(self, record):
         """Append one record as one line, atomically, and flush it to disk.

@@ -22,7 +22,7 @@ PLAN_KEYS = {"predictor", "store", "backend", "cells", "done", "remaining", "gro
              "peak_memory_bytes", "cost_model", "label"}
 RESULT_KEYS = {"figure", "title", "dry_run", "grid", "parts", "available_bytes", "cells",
                "done", "remaining", "workers", "seconds", "modelled_seconds", "memory_bytes",
-               "peak_memory_bytes"}
+               "peak_memory_bytes", "predicted_wall_s"}
 
 
 @pytest.fixture
@@ -142,8 +142,13 @@ def test_a_dry_run_of_every_full_figure_is_one_json_line_each(tmp_path, capsys):
 
     assert main(["reproduce", "all", "--out", str(tmp_path / "r"), "--dry-run", "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    results = [json.loads(line) for line in lines]
+    *results, whole = [json.loads(line) for line in lines]
     assert [r["figure"] for r in results] == list(FIGURES) and not (tmp_path / "r").exists()
+    # and one line for the whole run, the figures one after another
+    assert whole["figure"] == "all" and whole["figures"] == list(FIGURES)
+    assert whole["predicted_wall_s"] is None            # fig1a, figA1, figC1 are not modelled
+    assert whole["modelled_wall_s"] == pytest.approx(
+        sum(r["predicted_wall_s"] for r in results if r["predicted_wall_s"] is not None))
     full = {r["figure"]: r for r in results}
     assert full["fig1c"]["cells"] == 180 and full["fig1c"]["seconds"] > 0
     assert full["fig2"]["seconds"] >= full["fig2"]["modelled_seconds"] > 0   # Bayes modelled
@@ -161,3 +166,27 @@ def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "mlp cells: 100%" in err and "4/4 cells" in err
     assert "0/4 cells; predicted 0:00:" in err and "on 1 worker" in err
+
+
+def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(tmp_path,
+                                                                                capsys):
+    from fastsd.reproduce import plan
+    from fastsd.scan.runner import predicted_wall
+
+    by = {n: plan("fig1c", out=tmp_path, workers=n) for n in (1, 2, 16, 64)}
+    work = sum(p["work_seconds"] for p in by[1]["parts"])
+    assert by[1]["predicted_wall_s"] == pytest.approx(work)          # one worker: the sum
+    walls = [by[n]["predicted_wall_s"] for n in (1, 2, 16, 64)]
+    assert walls == sorted(walls, reverse=True) and all(w > 0 for w in walls)
+    # no better than perfect sharing, no worse than the largest group
+    assert by[64]["predicted_wall_s"] >= work / 64
+    assert by[2]["workers"] == 2 and by[64]["seconds"] == by[64]["predicted_wall_s"]
+    assert predicted_wall([3.0, 2.0, 2.0, 1.0], 2) == 4.0            # largest first: 3+1, 2+2
+    assert main(["reproduce", "fig1c", "--dry-run", "--workers", "16", "--out",
+                 str(tmp_path)]) == 0
+    assert "on 16 workers" in capsys.readouterr().out
+    assert main(["reproduce", "fig1c", "--workers", "16", "--out", str(tmp_path)]) == 1
+    assert "`--workers` plans a run on N workers: give it with --dry-run" in \
+        capsys.readouterr().err
+    assert main(["reproduce", "fig1c", "--dry-run", "--workers", "0"]) == 1
+    assert "`--workers` must be an integer >= 1; got 0" in capsys.readouterr().err

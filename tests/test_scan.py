@@ -514,3 +514,29 @@ def test_the_max_margin_cells_are_the_theorys_matrix(tmp_path):
         want = max_margin(SameDifferent(4, r["L"], seed=r["L"]), r["P"], seed=r["P"])
         assert r["top_alignment"] == want["top"]["alignment"]
         np.testing.assert_array_equal(np.array(r["matrix"]), want["matrix"])
+
+
+def test_a_store_that_cannot_be_written_is_refused_before_anything_is_computed(tmp_path,
+                                                                               monkeypatch):
+    import errno
+
+    from fastsd import store as store_module
+
+    pred = fastsd.scan.predictors.PREDICTORS["theory"]
+    monkeypatch.setattr(type(pred), "run_group",
+                        lambda *a, **k: pytest.fail("a group was computed"))
+    path = tmp_path / "ro.jsonl"
+    path.write_text("")
+    real_open = os.open
+
+    def read_only(p, flags, *args):          # the file system refuses to append (as root
+        if os.fspath(p) == str(path) and flags & os.O_APPEND:   # chmod 444 would not)
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(p, flags, *args)
+
+    monkeypatch.setattr(store_module.os, "open", read_only)
+    with pytest.raises(ValueError, match=r"`store` must be a file that can be written; "
+                                         r".*ro.jsonl' cannot be \(Permission denied\)"):
+        run(Grid(L=[2, 3]), "theory", path, "serial", progress=False)
+    with pytest.raises(ValueError, match="`path` of a store must name a file.*got ''"):
+        run(Grid(L=[2, 3]), "theory", "", "serial", progress=False)

@@ -311,7 +311,9 @@ def test_seed_none_is_recorded_and_reproduces_the_run():
 
 def test_divergence_is_flagged_and_records_stay_strict_json():
     import json
-    r = train(TASK, 1.0, **tiny(alpha0=1e300, steps=4, eval_every=2))
+    with pytest.warns(RuntimeWarning, match=r"training diverged in 1 of 1 model\(s\).*"
+                                            r"alpha0=1e\+300.*lower alpha0 or gamma"):
+        r = train(TASK, 1.0, **tiny(alpha0=1e300, steps=4, eval_every=2))
     assert r.diverged
     rec = r.to_record()
     assert rec["diverged"] is True
@@ -536,3 +538,37 @@ def test_scan_predictors_refuse_odd_batches_and_single_test_pairs():
         get_predictor("lazy_limit").prepare(dict(d=4, L=3, n_test=1))
     with pytest.raises(ValueError, match=r"`batch_size` must be an even integer >= 2"):
         fastsd.lazy_limit(TASK, "logistic_sgd", batch_size=3)
+
+
+def test_a_multidimensional_gamma_or_seed_array_is_refused_by_name():
+    from fastsd import train_ensemble
+    for name, value in (("gamma", np.ones((2, 2))), ("seed", np.zeros((1, 2), int))):
+        kw = {"gamma": 1.0, "seed": 0, name: value}
+        with pytest.raises(ValueError, match=rf"`{name}` must be one value or a 1-d sequence "
+                                             r"of values \(one per model\); got an array of "
+                                             r"shape \("):
+            train_ensemble(TASK, kw["gamma"], kw["seed"], width=4, steps=2)
+
+
+def test_complex_arrays_are_refused_not_cast():
+    from fastsd._validation import check_array
+    from fastsd.kernels import ntk
+    for bad in (np.ones((2, 3)) + 1j, [[1 + 0j, 2, 3]]):
+        with pytest.raises(TypeError, match="`X` must be a real array; got a complex array"):
+            check_array("X", bad)
+        with pytest.raises(TypeError, match="`X` must be a real array"):
+            ntk(bad, np.ones((2, 3)))
+
+
+def test_kernel_inputs_whose_norms_overflow_are_refused_by_name():
+    import warnings
+
+    from fastsd.kernels import ntk
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # a clear error, not NumPy's overflow warning
+        for name, X, Y in (("X", np.full((2, 3), 1e200), np.ones((1, 3))),
+                           ("Y", np.ones((2, 3)), np.full((1, 3), -1e160))):
+            with pytest.raises(ValueError, match=rf"`{name}` must have squared row norms "
+                                                 r"within float64.*rescale"):
+                ntk(X, Y)
+        assert np.all(np.isfinite(ntk(np.full((2, 3), 1e150), np.ones((1, 3)))))

@@ -43,6 +43,12 @@ def _check_xy(X, Y):
         return X, Y, out, KERNELS.module("cuda")
     X = check_array("X", X, ndim=2)
     Y = check_array("Y", Y, shape=(None, X.shape[1]))
+    for name, A in (("X", X), ("Y", Y)):
+        # |x|^2 and x . y must be finite float64: entries above ~1e154 overflow them
+        if A.size and not np.isfinite(np.einsum("ij,ij->i", A, A).max(initial=0.0)):
+            raise ValueError(f"`{name}` must have squared row norms within float64; its "
+                             f"largest entry is {np.abs(A).max():.3g}: rescale the inputs "
+                             f"(the arc-cosine kernels are homogeneous of degree 1 in each).")
     return X, Y, out, KERNELS.module("numpy")
 
 

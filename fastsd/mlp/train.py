@@ -3,6 +3,7 @@ import collections.abc
 import inspect
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -223,6 +224,9 @@ def _is_many(value):
 
 
 def _broadcast(name, value):
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        raise ValueError(f"`{name}` must be one value or a 1-d sequence of values (one per "
+                         f"model); got an array of shape {value.shape}.")
     if _is_many(value):
         value = list(value)
         if len(value) == 0:
@@ -420,6 +424,14 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
             history=h, initial_params=inits[k], final_params=finals[k],
             config=config, wall_time=wall,
             diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
+    diverged = [r for r in results if r.diverged]
+    if diverged:
+        r = diverged[0]
+        warnings.warn(f"training diverged in {len(diverged)} of {M} model(s): the loss became "
+                      f"NaN or inf (first: gamma={r.config['gamma']:g}, alpha0="
+                      f"{r.config['alpha0']:g}, learning rate {r.config['lr']:g}); lower alpha0 "
+                      f"or gamma. Its accuracies are not a trained network's "
+                      f"(result.diverged is True).", RuntimeWarning, stacklevel=3)
     return results
 
 

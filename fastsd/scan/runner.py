@@ -220,6 +220,7 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     """The part of ``run`` after validation, with the store locked: compute what is missing."""
     fresh = store.grid_signature() is None
     _check_stored_settings(store, pred)
+    store.check_writable()                  # before any group is computed
     store.bind(grid.signature(pred.name), pred.defaults)
 
     groups, work = _pending_groups(pred, cells, store.done_keys(), target, dtype)
@@ -351,7 +352,7 @@ class Plan:
                 "cost_model": self.cost_model}
 
 
-def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
+def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, workers=None):
     """What ``run(grid, predictor, store, ...)`` would compute, and its predicted time and memory.
 
     Nothing is run or written: no store, no lock, no binding. The grid is
@@ -366,6 +367,9 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
         core with local processes (None) on the CPU, one in this process
         ("serial") or on the GPU, unknown on another executor (its wall time
         is then not predicted, its work on one thread is).
+    workers : int, optional
+        Plan the run on this many single-threaded workers instead (a cluster's:
+        the groups handed out largest first, as ``run`` hands them out); >= 1.
 
     Returns
     -------
@@ -383,8 +387,12 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None):
     check_choice("dtype", dtype, (None, "float32", "float64"))
     check_executor(executor)
     target = target_backend(backend)
-    workers = (1 if executor == "serial" or (executor is None and traits(target).one_process) else
-               cpu_count() if executor is None else None)
+    if workers is not None:
+        workers = check_int("workers", workers, 1)
+    elif executor == "serial" or (executor is None and traits(target).one_process):
+        workers = 1
+    elif executor is None:
+        workers = cpu_count()
     store = _as_store(store)
     cells = _prepared_cells(grid, pred)
     _check_stored_settings(store, pred)
