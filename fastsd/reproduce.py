@@ -27,7 +27,7 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     stores : list of str
         The store paths.
     """
-    from .scan import get_predictor, run
+    from .scan import cell_records, get_predictor, run
     from .scan.mainguard import workers_unavailable
     from .store import ResultStore
 
@@ -51,8 +51,8 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
         pred = get_predictor(predictor)
         keys = [pred.key(pred.prepare(s)) for _, s in grid.cells()]
         first = {}
-        for r in store.load():
-            first.setdefault(r.get("key"), r)
+        for r in cell_records(store, pred):
+            first.setdefault(r["key"], r)
         records.setdefault(label, []).extend(first[k] for k in keys if k in first)
     return records, [store.path for store in stores]
 

@@ -273,15 +273,20 @@ class ResultStore:
         finally:
             _release(fd, self.lock_path)
 
-    def load(self):
+    def load(self, lines=False):
         """Return the stored records, in the order they were written.
 
         Lines that do not parse as a JSON object (a line torn by a kill) are
         skipped with a ``RuntimeWarning`` naming the line.
 
+        Parameters
+        ----------
+        lines : bool, default False
+            Return (line number, record) pairs, to name a record's line.
+
         Returns
         -------
-        list of dict
+        list of dict, or of (int, dict)
             Empty when the file does not exist yet.
         """
         if not os.path.exists(self.path):
@@ -299,7 +304,7 @@ class ResultStore:
                     warnings.warn(f"{self.path}:{number}: skipping an incomplete record (a line "
                                   "torn by an interrupted write)", RuntimeWarning, stacklevel=2)
                     continue
-                records.append(record)
+                records.append((number, record) if lines else record)
         return records
 
     def done_keys(self):

@@ -91,3 +91,15 @@ def test_a_rerun_gives_the_same_record_but_its_wall_time(predictor):
     b, = predictor.run_group([s], backend="cpu")
     assert ({k: v for k, v in a.items() if k not in TIMING}
             == {k: v for k, v in b.items() if k not in TIMING})
+
+
+def test_the_declared_numbers_are_numbers_in_every_record(predictor):
+    from fastsd.scan.runner import _not_a_cell
+
+    s = predictor.prepare(CELLS[predictor.name])
+    rec, = predictor.run_group([s], backend="cpu")
+    for name in predictor.numbers:
+        assert name in rec and (rec[name] is None or isinstance(rec[name], (int, float))), name
+    # stored by the scan, the record is a cell of its predictor
+    stored = dict(rec, key=predictor.key(s), predictor=predictor.name, settings=s)
+    assert _not_a_cell(json.loads(json.dumps(stored)), predictor) is None

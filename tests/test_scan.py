@@ -540,3 +540,32 @@ def test_a_store_that_cannot_be_written_is_refused_before_anything_is_computed(t
         run(Grid(L=[2, 3]), "theory", path, "serial", progress=False)
     with pytest.raises(ValueError, match="`path` of a store must name a file.*got ''"):
         run(Grid(L=[2, 3]), "theory", "", "serial", progress=False)
+
+
+def test_damaged_records_are_named_skipped_and_computed_again(tmp_path):
+    path = tmp_path / "s.jsonl"
+    grid = Grid(L=[2, 3, 4])
+    run(grid, "theory", path, "serial", progress=False)
+    lines = path.read_text().splitlines()
+    good = json.loads(lines[1])
+    damaged = [json.dumps({"foreign": 1, "fields": "x"}),                    # valid JSON
+               json.dumps(dict(json.loads(lines[0]), test_accuracy="high")),  # wrong type
+               json.dumps(dict(good, settings=dict(good["settings"], L="three")))]
+    path.write_text("\n".join(damaged + [lines[2]]) + "\n")
+    with pytest.warns(RuntimeWarning, match=r"s.jsonl: skipping 3 record\(s\) that are no "
+                                            r"'theory' cell, to compute their cells again "
+                                            r"\(line 1: no `key`; line 2: "):
+        plan_ = fastsd.scan.plan(grid, "theory", path, "serial")
+    assert plan_.remaining == 2                     # L = 2 and 3 again; L = 4 is kept
+    with pytest.warns(RuntimeWarning, match="line 2: `test_accuracy` is 'high', not a number; "
+                                            "line 3: its settings: `L` must be an integer"):
+        from fastsd.scan import cell_records
+        from fastsd.scan.predictors import PREDICTORS
+        cell_records(fastsd.store.ResultStore(path), PREDICTORS["theory"])
+    with pytest.warns(RuntimeWarning, match="skipping 3 record"):
+        written = run(grid, "theory", path, "serial", progress=False)
+    assert sorted(r["L"] for r in written) == [2, 3]
+    pytest.importorskip("xarray")
+    with pytest.warns(RuntimeWarning, match="skipping 3 record"):
+        ds = load(path, xarray=True)                # was AttributeError on the foreign line
+    assert sorted(ds["L"].values.tolist()) == [2, 3, 4]

@@ -9,10 +9,11 @@ from ..conventions import derive_task_seed, gamma_group, gamma_label, gamma_name
 from .cells import Cell
 from .grid import Grid
 from .predictors import PREDICTORS, Predictor, cell_record, get_predictor, train_cells
-from .runner import Plan, ScanError, load, plan, run
+from .runner import Plan, ScanError, cell_records, load, plan, run
 from .tables import format_activation_table, format_table, summarize, summarize_activation
 
 __all__ = ["Cell", "Grid", "PREDICTORS", "Plan", "Predictor", "ScanError", "cell_record",
-           "derive_task_seed", "format_activation_table", "format_table", "gamma_group",
+           "cell_records", "derive_task_seed", "format_activation_table", "format_table",
+           "gamma_group",
            "gamma_label", "gamma_name", "get_predictor", "lazy_gamma", "load", "plan", "run",
            "summarize", "summarize_activation", "train_cells"]

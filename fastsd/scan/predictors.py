@@ -46,6 +46,9 @@ class Predictor:
     required = ()
     #: Optional settings and their defaults.
     defaults = {}
+    #: Result fields of a record that are numbers (or null): what the figures read. A stored
+    #: record where one is not is no cell of this predictor (``fastsd.scan.runner.cell_records``).
+    numbers = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -133,6 +136,7 @@ class MLPPredictor(Predictor):
     """
 
     name = "mlp"
+    numbers = ("best_test_accuracy", "final_test_accuracy")
     spec = MLP
 
     def validate(self, settings):
@@ -193,6 +197,7 @@ class MLPImagePredictor(Predictor):
     """
 
     name = "mlp_image"
+    numbers = ("best_test_accuracy", "final_test_accuracy")
     required = ("task", "L", "gamma", "width", "steps")
     _SHARED = ("L", "gamma", "seed", "width", "steps", "batch_size", "eval_every", "n_test",
                "alpha0", "init", "task_seed")        # declared in fastsd.params.MLP
@@ -314,6 +319,7 @@ class TheoryPredictor(Predictor):
     """The rich-regime closed form of the test accuracy on unseen symbols (Eq. 3)."""
 
     name = "theory"
+    numbers = ("test_accuracy",)
     required = ("L",)
 
     def validate(self, settings):
@@ -342,6 +348,7 @@ class WalkersPredictor(Predictor):
     """
 
     name = "walkers"
+    numbers = ("alignment", "norm_ratio")
     spec = WALKERS
 
     def validate(self, settings):
@@ -377,6 +384,7 @@ class LazyLimitPredictor(Predictor):
     """
 
     name = "lazy_limit"
+    numbers = ("test_accuracy", "best_test_accuracy")
     spec = LAZY_LIMIT
 
     def validate(self, settings):
@@ -444,6 +452,7 @@ class BayesPredictor(Predictor):
     """
 
     name = "bayes"
+    numbers = ("accuracy", "stderr")
     spec = BAYES
 
     def seconds(self, group, backend="cpu", dtype=None):
@@ -522,6 +531,8 @@ class WeightStructurePredictor(_ModelPairPredictor):
     """
 
     name = "weight_structure"
+    numbers = ("best_test_accuracy", "alignment_positive", "alignment_negative",
+               "readout_ratio")
     spec = WEIGHT_STRUCTURE
 
     def task(self, s):
@@ -554,6 +565,7 @@ class WeightImagesPredictor(_ModelPairPredictor):
     """
 
     name = "weight_images"
+    numbers = ("best_test_accuracy", "cell_correlation_top16", "cell_correlation_all")
     spec = WEIGHT_IMAGES
     #: The tasks' settings (App. A).
     TASKS = {"PSVRT": dict(patch=5, n_patches=2, n_train_patterns=256),
@@ -595,6 +607,7 @@ class MaxMarginPredictor(Predictor):
     """
 
     name = "max_margin"
+    numbers = ("top_alignment", "bottom_alignment", "relative_distance")
     spec = MAX_MARGIN
 
     def run_group(self, group, backend="auto", dtype=None):

@@ -15,7 +15,7 @@ from .._threads import cpu_count
 from .executors import check_executor, submit_groups
 from .grid import Grid
 from .mainguard import workers_unavailable
-from .predictors import get_predictor
+from .predictors import PREDICTORS, get_predictor
 
 #: Record fields that describe a run rather than its result, left out of xarray variables.
 _META = ("key", "predictor", "coords", "settings", "history", "finished_at", "version",
@@ -223,7 +223,8 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     store.check_writable()                  # before any group is computed
     store.bind(grid.signature(pred.name), pred.defaults)
 
-    groups, work = _pending_groups(pred, cells, store.done_keys(), target, dtype)
+    done = {r["key"] for r in cell_records(store, pred)}
+    groups, work = _pending_groups(pred, cells, done, target, dtype)
     jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
     n_done = len(cells) - sum(len(g) for g in groups)
     if executor is None and jobs:
@@ -397,7 +398,8 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     cells = _prepared_cells(grid, pred)
     _check_stored_settings(store, pred)
     store.check_binding(grid.signature(pred.name), pred.defaults)
-    groups, _ = _pending_groups(pred, cells, store.done_keys(), target, dtype)
+    done = {r["key"] for r in cell_records(store, pred)}
+    groups, _ = _pending_groups(pred, cells, done, target, dtype)
     settings = [[p for _, _, p in g] for g in groups]
     seconds = tuple(pred.seconds(g, target, dtype) for g in settings)
     known = {}
@@ -412,6 +414,63 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     return Plan(pred.name, store.path, target, len(cells), len(cells) - sum(map(len, groups)),
                 tuple(map(len, groups)), seconds, tuple(memory(g) for g in settings), workers,
                 model)
+
+
+def cell_records(store, pred):
+    """The records of ``store`` that are cells of ``pred``, in file order; others skipped.
+
+    A record is a cell when it has a string ``key``, names ``pred`` as its
+    ``predictor``, holds ``settings`` that ``pred`` accepts (``prepare``: names,
+    types, ranges) and has each of ``pred.numbers`` as a number or null. Any
+    other line (a foreign record, a field of the wrong type: a damaged store)
+    is skipped with one ``RuntimeWarning`` naming the file, the line and why,
+    so that its cell is computed again; torn lines are skipped by
+    ``ResultStore.load``.
+
+    Parameters
+    ----------
+    store : fastsd.store.ResultStore
+    pred : fastsd.scan.predictors.Predictor
+
+    Returns
+    -------
+    list of dict
+    """
+    records, skipped = [], []
+    for number, record in store.load(lines=True):
+        why = _not_a_cell(record, pred)
+        if why is None:
+            records.append(record)
+        else:
+            skipped.append(f"line {number}: {why}")
+    if skipped:
+        warnings.warn(f"{store.path}: skipping {len(skipped)} record(s) that are no "
+                      f"{pred.name!r} cell, to compute their cells again ("
+                      f"{'; '.join(skipped[:3])}{'; ...' if len(skipped) > 3 else ''})",
+                      RuntimeWarning, stacklevel=2)
+    return records
+
+
+def _not_a_cell(record, pred):
+    """Why ``record`` is no stored cell of ``pred``; None when it is one."""
+    if not isinstance(record.get("key"), str):
+        return "no `key`"
+    if record.get("predictor") != pred.name:
+        return f"`predictor` is {record.get('predictor')!r}"
+    if not isinstance(record.get("settings"), dict):
+        return "no `settings`"
+    try:
+        pred.prepare(record["settings"])
+    except (ValueError, TypeError) as exc:
+        return f"its settings: {exc}"
+    for name in pred.numbers:
+        value = record.get(name, ...)
+        if value is ...:
+            return f"no `{name}`"
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, (int, float))):
+            return f"`{name}` is {value!r:.40}, not a number"
+    return None
 
 
 def _check_stored_settings(store, pred):
@@ -485,8 +544,10 @@ def load(store, *, xarray=False):
     if not os.path.exists(store.path):
         raise FileNotFoundError(f"`store` must be an existing results file; got {store.path}, "
                                 "which does not exist.")
+    signature = store.grid_signature()
+    pred = PREDICTORS.get(signature["predictor"]) if signature else None
     first = {}
-    for record in store.load():
+    for record in (cell_records(store, pred) if pred is not None else store.load()):
         first.setdefault(record.get("key"), record)
     frame = pd.DataFrame(list(first.values()))
     if not xarray:
@@ -494,7 +555,6 @@ def load(store, *, xarray=False):
     if importlib.util.find_spec("xarray") is None:       # DataFrame.to_xarray needs it
         raise ImportError("fastsd.scan.load(..., xarray=True) needs xarray; fix: "
                           "pip install -e '.[analysis]' in the fastsd checkout")
-    signature = store.grid_signature()
     if signature is None:
         raise ValueError(f"`store` {store.path} must be bound to a grid (written by "
                          "fastsd.scan.run) to load as xarray; it has no .grid.json.")
