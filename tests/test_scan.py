@@ -569,3 +569,52 @@ def test_damaged_records_are_named_skipped_and_computed_again(tmp_path):
     with pytest.warns(RuntimeWarning, match="skipping 3 record"):
         ds = load(path, xarray=True)                # was AttributeError on the foreign line
     assert sorted(ds["L"].values.tolist()) == [2, 3, 4]
+
+
+def test_a_dask_scan_without_workers_says_so_gives_up_and_the_rerun_completes(tmp_path,
+                                                                              monkeypatch,
+                                                                              capsys):
+    distributed = pytest.importorskip("distributed")
+    import threading
+
+    from fastsd.scan import executors
+
+    monkeypatch.setattr(executors, "NO_WORKERS_WARN", 1.0)
+    monkeypatch.setenv("FASTSD_NO_WORKERS_TIMEOUT", "3")
+    grid = Grid(L=[2, 3, 4, 5], gamma=1.0, seed=0, d=8, width=16, steps=4000, eval_every=1000,
+                n_test=64)
+    path = tmp_path / "s.jsonl"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        def lose_the_workers():             # once the first cell is stored
+            while not (path.exists() and path.read_text().strip()):
+                time.sleep(0.05)
+            cluster.scale(0)
+        threading.Thread(target=lose_the_workers, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(executors.NoWorkersError, match=r"no Dask worker for 3 s with \d "
+                                                           r"group\(s\) left; the finished "
+                                                           r"cells are saved"):
+            run(grid, "mlp", path, client, backend="cpu", progress=False)
+        assert time.monotonic() - start < 60
+    err = capsys.readouterr().err
+    assert "no Dask worker has been alive for 1 s" in err and "FASTSD_NO_WORKERS_TIMEOUT" in err
+    kept = len(path.read_text().splitlines())
+    assert 1 <= kept < 4
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        written = run(grid, "mlp", path, client, backend="cpu", progress=False)
+    assert len(written) == 4 - kept and len(path.read_text().splitlines()) == 4
+
+
+def test_the_no_workers_timeout_is_read_from_the_environment():
+    from fastsd.scan.executors import NO_WORKERS_TIMEOUT, no_workers_timeout
+    assert no_workers_timeout({}) == NO_WORKERS_TIMEOUT
+    assert no_workers_timeout({"FASTSD_NO_WORKERS_TIMEOUT": "90"}) == 90.0
+    assert no_workers_timeout({"FASTSD_NO_WORKERS_TIMEOUT": "never"}) is None
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        with pytest.raises(ValueError, match="`FASTSD_NO_WORKERS_TIMEOUT` must be a number "
+                                             "of seconds > 0 or 'never'"):
+            no_workers_timeout({"FASTSD_NO_WORKERS_TIMEOUT": bad})

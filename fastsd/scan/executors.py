@@ -7,6 +7,7 @@ thread limit (BLAS through threadpoolctl, Numba through ``set_num_threads``),
 so that workers sharing a machine do not fight over its cores.
 """
 import concurrent.futures as cf
+import math
 import multiprocessing
 import os
 import signal
@@ -196,16 +197,7 @@ def submit_groups(executor, jobs, threads):
                 yield i, None, exc
         return
     if is_dask_client(executor):
-        from distributed import as_completed
-
-        futures = {executor.submit(run_group, *job, 1 if threads is None else threads,
-                                   pure=False): i for i, job in enumerate(jobs)}
-        try:
-            for fut in as_completed(futures):
-                yield _outcome(futures[fut], fut)
-        finally:
-            for fut in futures:
-                fut.cancel()
+        yield from _submit_dask(executor, jobs, 1 if threads is None else threads)
         return
     if executor is not None:
         yield from _submit(executor, jobs, 1 if threads is None else threads)
@@ -219,6 +211,87 @@ def submit_groups(executor, jobs, threads):
 
 #: Seconds between two looks at the stop request while groups run.
 STOP_POLL = 0.1
+#: Seconds without a single Dask worker before the scan says so on stderr.
+NO_WORKERS_WARN = 60.0
+#: Seconds without a single Dask worker before the scan gives up (the finished cells are
+#: saved): ``FASTSD_NO_WORKERS_TIMEOUT`` (seconds, or "never" to keep waiting), else this.
+NO_WORKERS_TIMEOUT = 600.0
+
+
+class NoWorkersError(RuntimeError):
+    """A Dask scan had no worker for ``no_workers_timeout()`` seconds."""
+
+
+def no_workers_timeout(environ=None):
+    """Seconds a Dask scan waits without any worker (``FASTSD_NO_WORKERS_TIMEOUT``; None: ever).
+
+    Raises
+    ------
+    ValueError
+        For a value that is neither a number of seconds > 0 nor "never".
+    """
+    value = (os.environ if environ is None else environ).get("FASTSD_NO_WORKERS_TIMEOUT")
+    if value is None:
+        return NO_WORKERS_TIMEOUT
+    if value.strip().lower() == "never":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"`FASTSD_NO_WORKERS_TIMEOUT` must be a number of seconds > 0 or "
+                         f"'never'; got {value!r}.")
+    return seconds
+
+
+def _submit_dask(client, jobs, threads):
+    """Run ``jobs`` on a Dask client; yield each outcome as it finishes.
+
+    Looks at the stop request every second, and at the cluster's workers: with
+    none for ``NO_WORKERS_WARN`` seconds it says so on stderr; with none for
+    ``no_workers_timeout()`` seconds it raises ``NoWorkersError`` (the
+    outcomes yielded so far are the caller's to keep).
+    """
+    import sys
+
+    from distributed import wait
+
+    timeout = no_workers_timeout()
+    futures = {client.submit(run_group, *job, threads, pure=False): i
+               for i, job in enumerate(jobs)}
+    pending, alone_since, warned = set(futures), None, False
+    try:
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=1.0, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = ()
+            for fut in done:
+                _stop.check()
+                yield _outcome(futures[fut], fut)
+            _stop.check()
+            if not pending or client.scheduler_info(n_workers=1).get("workers"):
+                alone_since, warned = None, False
+                continue
+            now = time.monotonic()
+            alone_since = now if alone_since is None else alone_since
+            if not warned and now - alone_since >= min(NO_WORKERS_WARN, timeout or math.inf):
+                warned = True
+                print(f"fastsd: warning: no Dask worker has been alive for "
+                      f"{now - alone_since:.0f} s; {len(pending)} group(s) wait. Start workers "
+                      f"for the scheduler, or stop with Ctrl-C (finished cells are saved); the "
+                      f"scan gives up after "
+                      f"{'never' if timeout is None else f'{timeout:.0f} s'} without one "
+                      f"(FASTSD_NO_WORKERS_TIMEOUT).", file=sys.stderr, flush=True)
+            if timeout is not None and now - alone_since >= timeout:
+                raise NoWorkersError(
+                    f"no Dask worker for {timeout:.0f} s with {len(pending)} group(s) left; "
+                    f"the finished cells are saved: start workers and rerun to resume "
+                    f"(FASTSD_NO_WORKERS_TIMEOUT sets the wait, 'never' keeps waiting)")
+    finally:
+        for fut in futures:
+            fut.cancel()
 
 
 def _submit(executor, jobs, threads):
