@@ -256,7 +256,8 @@ def _print_plan(result):
         name = part["label"] if part["label"] == part["predictor"] else \
             f"{part['label']} ({part['predictor']})"
         print(f"  {name}: {part['cells']} cells, {part['done']} "
-              f"in {part['store']}; {part['remaining']} to compute in {part['groups']} groups")
+              f"in {part['store']}; {part['remaining']} to compute in {part['groups']} "
+              f"group{'s' * (part['groups'] != 1)}")
         if part["remaining"] == 0:
             continue
         if part["modelled"]:

@@ -7,6 +7,7 @@ full or quick settings, a ``fastsd.presets.Preset``, into ``out`` through
 The figure's ``report`` then draws ``<out>/<name>.png`` and ``.svg`` and
 returns the table the ``fastsd reproduce`` command prints.
 """
+import errno
 import os
 import tempfile
 import warnings
@@ -131,7 +132,7 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
 
     fig = get_figure(figure)
     check_choice("backend", backend, BACKENDS)
-    out = os.fspath(out)
+    out = _check_out(out, create=False)
     spec = fig.QUICK if quick else fig.FULL
     result = {"figure": spec.name, "title": spec.title, "dry_run": True, "grid": True,
               "parts": [], "available_bytes": available_bytes()}
@@ -152,6 +153,35 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
                 modelled_seconds=wall, memory_bytes=max(memory) if memory else None,
                 peak_memory_bytes=sum(sorted(memory, reverse=True)[:workers or 1])
                 if memory else None)
+
+
+def _check_out(out, create):
+    """``out`` as a path, checked to be a folder fastsd can write in: made when ``create``,
+    else (a dry run) its nearest existing folder is; a ValueError naming ``out`` otherwise."""
+    out = os.fspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"`out` must be a folder; got {out!r}, which is a file.")
+    folder = out
+    try:
+        if create:
+            os.makedirs(out, exist_ok=True)
+        else:
+            folder = os.path.abspath(out)
+            while not os.path.exists(folder):
+                folder = os.path.dirname(folder)
+            if not os.path.isdir(folder):
+                raise NotADirectoryError(errno.ENOTDIR, f"{folder} is a file")
+    except OSError as exc:
+        raise ValueError(f"`out` must be a folder that exists or can be created; got {out!r} "
+                         f"({exc.strerror or exc}).") from None
+    try:                                # a folder that cannot be written (read-only)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(f"`out` must be a folder that fastsd can write in; got {out!r} "
+                         f"(creating a file in {folder!r} failed: {exc.strerror or exc})."
+                         ) from None
+    return out
 
 
 def reproduce(figure, *, quick=False, out="results", progress=True, backend="auto",
@@ -195,18 +225,7 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     fig = get_figure(figure)
     check_choice("backend", backend, BACKENDS)
     resolve_backend(backend)            # one that cannot run here fails before `out` is made
-    out = os.fspath(out)
-    try:                                # fail on a bad folder before any training
-        os.makedirs(out, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"`out` must be a folder that exists or can be created; got {out!r} "
-                         f"({exc.strerror or exc}).") from None
-    try:                                # ... and on one that cannot be written (read-only)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as exc:
-        raise ValueError(f"`out` must be a folder that fastsd can write in; got {out!r} "
-                         f"({exc.strerror or exc}).") from None
+    out = _check_out(out, create=True)  # fail on a bad folder before any training
     spec = fig.QUICK if quick else fig.FULL
     records, stores = run_preset(spec, out, progress=progress, backend=backend,
                                  executor=executor)

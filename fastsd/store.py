@@ -9,12 +9,14 @@ rewritten, and a line torn by the kill is skipped on reading. A rerun asks
 A run that writes a store holds its lock (``ResultStore.lock``), so that two
 runs never compute the same cells into one file.
 """
+import errno
 import fcntl
 import json
 import os
 import shlex
 import socket
 import sys
+import tempfile
 import time
 import warnings
 from contextlib import contextmanager
@@ -50,9 +52,9 @@ class ResultStore:
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        if not self.path:
-            raise ValueError("`path` of a store must name a file, e.g. 'results/scan.jsonl'; "
-                             "got ''.")
+        if not self.path.strip():
+            raise ValueError(f"`path` of a store must name a file, e.g. 'results/scan.jsonl'; "
+                             f"got {self.path!r}.")
         if os.path.isdir(self.path) or self.path.endswith((os.sep, "/")):
             raise ValueError(f"`path` of a store must name a file, e.g. 'results/scan.jsonl'; "
                              f"got {self.path!r}, which is a folder.")
@@ -60,24 +62,42 @@ class ResultStore:
     def __repr__(self):
         return f"ResultStore({self.path!r})"
 
-    def check_writable(self):
+    def check_writable(self, create=True):
         """Raise now, before anything is computed, if records could not be appended.
 
         Opens the file for appending (or, when it does not exist yet, creates
-        and removes it), as ``write`` will.
+        and removes it), as ``write`` will, after making its folder as ``lock``
+        does.
+
+        Parameters
+        ----------
+        create : bool, default True
+            False: make nothing, not even the folder (a dry run); then a file
+            that does not exist yet is checked by creating and removing a
+            temporary file in the nearest folder that exists.
 
         Raises
         ------
         ValueError
             Naming the file and why it cannot be written (read-only file or
-            folder, no such folder, a read-only file system, ...).
+            folder, a file where a folder should be, a read-only file system, ...).
         """
+        folder = existing = os.path.dirname(os.path.abspath(self.path))
         try:
             if os.path.exists(self.path):
                 os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND))
-            else:
+                return
+            while not os.path.exists(existing):
+                existing = os.path.dirname(existing)
+            if not os.path.isdir(existing):
+                raise NotADirectoryError(errno.ENOTDIR, f"{existing} is a file")
+            if create:
+                os.makedirs(folder, exist_ok=True)
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
                 os.remove(self.path)
+            else:
+                with tempfile.TemporaryFile(dir=existing):
+                    pass
         except OSError as exc:
             raise ValueError(f"`store` must be a file that can be written; {self.path!r} "
                              f"cannot be ({exc.strerror or exc}).") from None
@@ -291,7 +311,7 @@ class ResultStore:
         """
         if not os.path.exists(self.path):
             return []
-        records = []
+        records, skipped = [], []
         with open(self.path, encoding="utf-8") as fh:
             for number, line in enumerate(fh, start=1):
                 if not line.strip():
@@ -299,12 +319,15 @@ class ResultStore:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
-                    record = None
+                    skipped.append((number, "not JSON: torn by an interrupted write?"))
+                    continue
                 if not isinstance(record, dict):
-                    warnings.warn(f"{self.path}:{number}: skipping an incomplete record (a line "
-                                  "torn by an interrupted write)", RuntimeWarning, stacklevel=2)
+                    skipped.append((number, f"a JSON {type(record).__name__}, not an object"))
                     continue
                 records.append((number, record) if lines else record)
+        if skipped:
+            warnings.warn(f"{self.path}: {skipped_lines(skipped)} skipped, not records",
+                          RuntimeWarning, stacklevel=2)
         return records
 
     def done_keys(self):
@@ -315,6 +338,17 @@ class ResultStore:
         set of str
         """
         return {r["key"] for r in self.load() if "key" in r}
+
+
+def skipped_lines(skipped, shown=3):
+    """"line 4" or "lines 4, 7, 9" and why, the first ``shown`` reasons: for one warning.
+
+    ``skipped`` is a list of (line number, reason).
+    """
+    numbers = ", ".join(str(n) for n, _ in skipped)
+    why = "; ".join(f"line {n}: {reason}" for n, reason in skipped[:shown])
+    more = "; ..." if len(skipped) > shown else ""
+    return f"{'line' if len(skipped) == 1 else 'lines'} {numbers} ({why}{more})"
 
 
 def _acquire(lock_path, store_path):

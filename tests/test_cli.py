@@ -363,9 +363,13 @@ def test_reproduce_rejects_a_bad_backend_and_an_unusable_out(tmp_path, capsys):
     assert main(["reproduce", "figC1", "--quick", "--out", str(blocker / "sub")]) == 1
     assert "`--out` must be a folder that exists or can be created" in capsys.readouterr().err
     if os.path.isdir("/proc/1"):            # a folder no one can write in, even root
-        assert main(["reproduce", "figC1", "--quick", "--out", "/proc/1"]) == 1
-        assert "`--out` must be a folder that fastsd can write in; got '/proc/1'" in \
-            capsys.readouterr().err
+        for dry in ([], ["--dry-run"]):     # the dry run refuses what the run would
+            assert main(["reproduce", "figC1", "--quick", "--out", "/proc/1", *dry]) == 1
+            assert "`--out` must be a folder that fastsd can write in; got '/proc/1'" in \
+                capsys.readouterr().err
+    assert main(["reproduce", "figC1", "--quick", "--dry-run", "--out",
+                 str(blocker / "sub")]) == 1
+    assert "`--out` must be a folder that exists or can be created" in capsys.readouterr().err
     pytest.importorskip("distributed")
     assert main(["reproduce", "figC1", "--quick", "--out", str(tmp_path),
                  "--dask", "notanaddress"]) == 1

@@ -553,8 +553,8 @@ def test_damaged_records_are_named_skipped_and_computed_again(tmp_path):
                json.dumps(dict(good, settings=dict(good["settings"], L="three")))]
     path.write_text("\n".join(damaged + [lines[2]]) + "\n")
     with pytest.warns(RuntimeWarning, match=r"s.jsonl: skipping 3 record\(s\) that are no "
-                                            r"'theory' cell, to compute their cells again "
-                                            r"\(line 1: no `key`; line 2: "):
+                                            r"'theory' cell, to compute their cells again: "
+                                            r"lines 1, 2, 3 \(line 1: no `key`; line 2: "):
         plan_ = fastsd.scan.plan(grid, "theory", path, "serial")
     assert plan_.remaining == 2                     # L = 2 and 3 again; L = 4 is kept
     with pytest.warns(RuntimeWarning, match="line 2: `test_accuracy` is 'high', not a number; "
@@ -618,3 +618,20 @@ def test_the_no_workers_timeout_is_read_from_the_environment():
         with pytest.raises(ValueError, match="`FASTSD_NO_WORKERS_TIMEOUT` must be a number "
                                              "of seconds > 0 or 'never'"):
             no_workers_timeout({"FASTSD_NO_WORKERS_TIMEOUT": bad})
+
+
+def test_a_record_with_a_key_or_settings_of_the_wrong_type_is_named(tmp_path):
+    from fastsd.scan import cell_records
+    from fastsd.scan.predictors import PREDICTORS
+
+    path = tmp_path / "s.jsonl"
+    run(Grid(L=[2]), "theory", path, "serial", progress=False)
+    good = json.loads(path.read_text())
+    with open(path, "a") as fh:
+        for bad in (dict(good, key=12), dict(good, settings="x"), dict(good, settings=None),
+                    dict(good, test_accuracy=True)):
+            fh.write(json.dumps(bad) + "\n")
+    with pytest.warns(RuntimeWarning, match=r"lines 2, 3, 4, 5 \(line 2: `key` is 12, not a "
+                                            r"string; line 3: `settings` is 'x', not an object; "
+                                            r"line 4: `settings` is None, not an object; \.\.\.\)"):
+        assert len(cell_records(ResultStore(path), PREDICTORS["theory"])) == 1

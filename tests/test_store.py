@@ -32,11 +32,44 @@ def test_torn_last_line_is_skipped_and_the_next_write_is_intact(tmp_path):
     store.write({"key": "b", "acc": 0.6})
     with open(path, "a") as fh:            # a kill -9 in the middle of a write
         fh.write('{"key": "c", "acc": 0.')
-    with pytest.warns(RuntimeWarning, match="r.jsonl:3"):
+    with pytest.warns(RuntimeWarning, match=r"r.jsonl: line 3 \(line 3: not JSON: torn by "
+                                            r"an interrupted write\?\) skipped, not records"):
         assert [r["key"] for r in store.load()] == ["a", "b"]
     store.write({"key": "d", "acc": 0.7})
-    with pytest.warns(RuntimeWarning, match="r.jsonl:3"):
+    with pytest.warns(RuntimeWarning, match="r.jsonl: line 3 "):
         assert store.done_keys() == {"a", "b", "d"}
+
+
+def test_lines_that_are_json_but_no_object_are_named_in_one_warning(tmp_path):
+    path = tmp_path / "r.jsonl"
+    ResultStore(path).write({"key": "a"})
+    with open(path, "a") as fh:
+        fh.write('[1, 2]\n"hello"\n\n   \n{"key": "b"}\n')
+    with pytest.warns(RuntimeWarning) as caught:
+        assert [r["key"] for r in ResultStore(path).load()] == ["a", "b"]
+    assert len(caught) == 1 and str(caught[0].message).endswith(
+        "lines 2, 3 (line 2: a JSON list, not an object; line 3: a JSON str, not an object) "
+        "skipped, not records")
+
+
+@pytest.mark.parametrize("bad", ["", "   "])
+def test_a_blank_store_path_is_refused(bad):
+    with pytest.raises(ValueError, match="`path` of a store must name a file"):
+        ResultStore(bad)
+
+
+def test_a_store_under_a_file_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    store = ResultStore(tmp_path / "afile" / "s.jsonl")
+    for create in (True, False):
+        with pytest.raises(ValueError, match=r"`store` must be a file that can be written; "
+                                             r".*afile is a file\)"):
+            store.check_writable(create=create)
+    fresh = ResultStore(tmp_path / "new" / "deeper" / "s.jsonl")
+    fresh.check_writable(create=False)                  # a dry run makes nothing
+    assert not (tmp_path / "new").exists()
+    fresh.check_writable()
+    assert (tmp_path / "new" / "deeper").is_dir() and not os.path.exists(fresh.path)
 
 
 def test_write_rejects_a_record_without_key(tmp_path):

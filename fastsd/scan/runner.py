@@ -10,7 +10,7 @@ from .._dispatch import BACKENDS, target_backend, traits
 from .. import _progress, _stop
 from .._json import strict_json
 from .._validation import check_choice, check_int
-from ..store import ResultStore
+from ..store import ResultStore, skipped_lines
 from .._threads import cpu_count
 from .executors import check_executor, submit_groups
 from .grid import Grid
@@ -162,6 +162,7 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
         executor = "serial"         # one GPU: one process drives it
 
     cells = _prepared_cells(grid, pred)
+    store.check_writable()                  # before the lock and any group
     with store.lock(), _stop.scope():
         return _compute(store, pred, grid, cells, executor, target, backend, dtype, threads,
                         progress)
@@ -220,7 +221,6 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     """The part of ``run`` after validation, with the store locked: compute what is missing."""
     fresh = store.grid_signature() is None
     _check_stored_settings(store, pred)
-    store.check_writable()                  # before any group is computed
     store.bind(grid.signature(pred.name), pred.defaults)
 
     done = {r["key"] for r in cell_records(store, pred)}
@@ -397,6 +397,7 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     store = _as_store(store)
     cells = _prepared_cells(grid, pred)
     _check_stored_settings(store, pred)
+    store.check_writable(create=False)      # as run would, making nothing
     store.check_binding(grid.signature(pred.name), pred.defaults)
     done = {r["key"] for r in cell_records(store, pred)}
     groups, _ = _pending_groups(pred, cells, done, target, dtype)
@@ -442,23 +443,23 @@ def cell_records(store, pred):
         if why is None:
             records.append(record)
         else:
-            skipped.append(f"line {number}: {why}")
+            skipped.append((number, why))
     if skipped:
         warnings.warn(f"{store.path}: skipping {len(skipped)} record(s) that are no "
-                      f"{pred.name!r} cell, to compute their cells again ("
-                      f"{'; '.join(skipped[:3])}{'; ...' if len(skipped) > 3 else ''})",
-                      RuntimeWarning, stacklevel=2)
+                      f"{pred.name!r} cell, to compute their cells again: "
+                      f"{skipped_lines(skipped)}", RuntimeWarning, stacklevel=2)
     return records
 
 
 def _not_a_cell(record, pred):
     """Why ``record`` is no stored cell of ``pred``; None when it is one."""
-    if not isinstance(record.get("key"), str):
-        return "no `key`"
+    for name, kind, what in (("key", str, "a string"), ("settings", dict, "an object")):
+        if name not in record:
+            return f"no `{name}`"
+        if not isinstance(record[name], kind):
+            return f"`{name}` is {record[name]!r:.40}, not {what}"
     if record.get("predictor") != pred.name:
         return f"`predictor` is {record.get('predictor')!r}"
-    if not isinstance(record.get("settings"), dict):
-        return "no `settings`"
     try:
         pred.prepare(record["settings"])
     except (ValueError, TypeError) as exc:
