@@ -132,7 +132,7 @@ def test_a_dry_run_of_parts_and_of_a_figure_of_trained_models(tmp_path, capsys, 
     assert "mlp: 1 cells" in text and "for the modelled parts; the others not modelled" in text
     assert main(["reproduce", "fig1a", "--quick", "--out", str(tmp_path), "--dry-run"]) == 0
     text = capsys.readouterr().out                  # planned as every figure is
-    assert "models (weight_structure): 2 cells" in text and "1 groups" in text
+    assert "models (weight_structure): 2 cells" in text and "in 1 group\n" in text
     assert "time not modelled (predictor 'weight_structure')" in text
     assert not os.listdir(tmp_path)
 
