@@ -7,8 +7,9 @@ it, and the CLI builds its options from it (``Spec.add_arguments``), so the
 three cannot disagree; tests/test_params.py holds them equal and generates
 the bad-value tests from the declared ranges (``Param.invalid``).
 
-Specs: ``MLP`` (a trained network on the symbol task: ``fastsd.train``, the
-"mlp" scan cell, ``fastsd train``), ``LAZY_LIMIT`` (``fastsd.kernels.lazy_limit``,
+Specs: ``TRAINING`` (the training settings an ensemble shares: ``fastsd.train``,
+``fastsd.train_ensemble``), ``MLP`` (a trained network on the symbol task: those and
+the task's, the "mlp" scan cell, ``fastsd train``), ``LAZY_LIMIT`` (``fastsd.kernels.lazy_limit``,
 the "lazy_limit" cell, ``fastsd ntk``), ``WALKERS`` (``fastsd.walkers.simulate``,
 the "walkers" cell, ``fastsd walkers``), ``BAYES`` (``fastsd.bayes.accuracy``
 through the "bayes" cell), ``WEIGHT_STRUCTURE``, ``WEIGHT_IMAGES`` and
@@ -59,6 +60,9 @@ class Param:
     optional : bool
         None is valid too (it means "derived", as a task seed from (seed, L, d),
         or "the task's default", as alpha0).
+    doc : str, optional
+        The description in a docstring's Parameters section (``Spec.numpydoc``);
+        default ``help``.
     """
 
     name: str
@@ -71,6 +75,7 @@ class Param:
     nonnegative: bool = False
     choices: tuple = ()
     optional: bool = False
+    doc: str = None
 
     def __post_init__(self):
         check_choice("kind", self.kind, KINDS)
@@ -167,6 +172,21 @@ class Param:
                                                " >= 0" if self.nonnegative else "")}
         return words.get(self.kind) or "one of " + ", ".join(map(repr, self.choices))
 
+    def numpydoc(self):
+        """This parameter's entry in a numpydoc Parameters section (unindented lines)."""
+        import textwrap
+
+        kind = {"int": "int", "seed": "int", "batch_size": "int", "float": "float",
+                "gamma": 'float or "lazy"', "bool": "bool", "sign": "int", "pairs": 'int or "all"',
+                "choice": "{" + ", ".join(map(repr, self.choices)) + "}"}[self.kind]
+        if self.optional:
+            kind += ", optional"
+        elif not self.required:
+            kind += f", default {self.default!r}"
+        text = self.doc or f"{self.help[:1].upper()}{self.help[1:]}: {self.valid()}."
+        return [f"{self.name} : {kind}"] + textwrap.wrap(text, 84, initial_indent="    ",
+                                                         subsequent_indent="    ")
+
     def add_argument(self, parser):
         """Add this parameter's option to an argparse parser (or argument group)."""
         default = "" if self.required or self.default is None else f"; default {self.default}"
@@ -219,6 +239,50 @@ class Spec(dict):
         """Return ``settings`` with each declared one validated (others left as they are)."""
         return {k: self[k].check(v) if k in self else v for k, v in settings.items()}
 
+    def pick(self, settings):
+        """The entries of ``settings`` that are this spec's parameters, in its order."""
+        return {n: settings[n] for n in self if n in settings}
+
+    def complete(self, settings, caller, others=()):
+        """Keyword arguments of ``caller`` that are this spec's settings: checked, with the
+        defaults of those not given.
+
+        Raises
+        ------
+        TypeError
+            For a name that is neither a setting nor one of ``others`` (the caller's
+            other keywords), or a required setting not given, as Python words it.
+        ValueError
+            For a setting out of range (``Param.check``).
+        """
+        unknown = sorted(set(settings) - set(self))
+        if unknown:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "
+                            f"valid: {', '.join(sorted([*self, *others]))}.")
+        missing = [n for n in self.required() if n not in settings]
+        if missing:
+            raise TypeError(f"{caller}() missing required keyword argument {missing[0]!r}.")
+        return self.check({**self.defaults(), **settings})
+
+    def keywords(self, func):
+        """Decorate ``func``, whose ``**kwargs`` are this spec's settings: its signature
+        (``inspect.signature``) names them as keyword-only parameters before its own
+        keywords, and its docstring's line ``{settings}`` becomes their numpydoc entries."""
+        import inspect
+
+        sig = inspect.signature(func)
+        own = [q for q in sig.parameters.values() if q.kind is not q.VAR_KEYWORD]
+        mine = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY,
+                                  **({} if p.required else {"default": p.default}))
+                for n, p in self.items()]
+        positional = [q for q in own if q.kind is not q.KEYWORD_ONLY]
+        func.__signature__ = sig.replace(parameters=positional + mine + [
+            q for q in own if q.kind is q.KEYWORD_ONLY])
+        indent = " " * 4
+        entries = "\n".join(indent + line for p in self.values() for line in p.numpydoc())
+        func.__doc__ = func.__doc__.replace(indent + "{settings}", entries)
+        return func
+
     def add_arguments(self, parser, names=None, required_group=True):
         """Add the options of ``names`` (default all) to ``parser``; required ones in a
         "required" group."""
@@ -248,20 +312,37 @@ BACKEND = Param("backend", "choice", "where to run: numpy (the float64 reference
                 "cuda (a GPU), or auto, the fastest available", "auto",
                 choices=BACKENDS)
 
+#: The settings of training that the models of an ensemble share (``fastsd.train_ensemble``'s
+#: keywords besides where and how it runs). A setting added here reaches ``fastsd.train``,
+#: ``train_ensemble`` and ``memory_needs`` (their signatures and docstrings), the "mlp",
+#: "mlp_image" scan cells and ``fastsd train``'s options, and the records' configuration;
+#: the engines that use it read it from ``train_ensemble``'s plan.
+TRAINING = Spec(
+    Param("width", "int", "hidden units m", minimum=1, doc="Hidden units m, >= 1."),
+    Param("steps", "int", "SGD steps", minimum=1, doc="SGD steps, >= 1."),
+    Param("batch_size", "batch_size", "SGD batch size, even (half same pairs)", 128,
+          doc="Pairs per SGD step, even and >= 2: exactly half of every batch are same pairs "
+              "(App. G.1)."),
+    Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1,
+          doc="Steps between test evaluations, >= 1; the last step is always evaluated."),
+    Param("n_test", "int", "fresh test pairs per evaluation", 1024, minimum=2,
+          doc="Fresh test pairs per evaluation, >= 2."),
+    Param("alpha0", "float", "base learning rate alpha0 (default: the task's, 0.1)", None,
+          positive=True, optional=True,
+          doc="Base learning rate, > 0; None for the task's (0.1 for ``SameDifferent``). The "
+              "step size is alpha = gamma^2 d alpha0 for gamma <= 1 and gamma sqrt(d) alpha0 "
+              "for gamma > 1 (App. G.1)."),
+    Param("init", "choice", "initialisation of the hidden weights", "normal",
+          choices=("normal", "truncated"),
+          doc="Initialisation of the hidden weights (``fastsd.mlp.model.init_params``)."),
+)
+
 MLP = Spec(
     *_common(),
     Param("gamma", "gamma", "richness gamma (a number > 0, or 'lazy' for 1e-5/sqrt(d))"),
     seed_param("model seed: initialisation, batches, test sets"),
-    Param("width", "int", "hidden units m", minimum=1),
-    Param("steps", "int", "SGD steps", minimum=1),
+    *TRAINING.values(),
     Param("sigma2", "float", "input noise variance sigma^2", 0.0, nonnegative=True),
-    Param("batch_size", "batch_size", "SGD batch size, even (half same pairs)", 128),
-    Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1),
-    Param("n_test", "int", "fresh test pairs per evaluation", 1024, minimum=2),
-    Param("alpha0", "float", "base learning rate alpha0 (default: the task's, 0.1)", None,
-          positive=True, optional=True),
-    Param("init", "choice", "initialisation of the hidden weights", "normal",
-          choices=("normal", "truncated")),
     _task_seed(),
     Param("root_d", "bool", "keep the 1/sqrt(d) output prefactor", True),
 )
@@ -310,9 +391,7 @@ def _trained_model():
     return (Param("model", "choice", "rich (gamma = 1) or lazy (gamma = 1e-5/sqrt(d), 1e-5 on "
                   "images)", choices=("rich", "lazy")),
             seed_param("seed of the task, the initialisation, batches and test sets"),
-            Param("width", "int", "hidden units m", minimum=1),
-            Param("steps", "int", "SGD steps", minimum=1),
-            Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1))
+            TRAINING["width"], TRAINING["steps"], TRAINING["eval_every"])
 
 
 WEIGHT_STRUCTURE = Spec(*_common(), *_trained_model())

@@ -5,7 +5,6 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -17,7 +16,7 @@ from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
 from .._validation import check_choice, check_float, check_seed
 from ..conventions import is_lazy
-from ..params import MLP
+from ..params import TRAINING
 from ..tasks.base import BatchStream, Task
 from ..tasks.symbols import SameDifferent
 from . import costs
@@ -32,6 +31,8 @@ PATHS = ("auto", "dense", "symbol")
 FAMILY = FAMILIES["mlp"]
 DTYPES = ("float32", "float64")
 BATCHES = ("host", "device")
+#: ``train_ensemble``'s keywords of where and how it runs (the others: ``TRAINING``).
+_HOW = ("backend", "dtype", "path", "batches", "progress")
 
 
 def _setting(key, doc):
@@ -290,9 +291,9 @@ def _memory_needs(tasks, paths, test_sources, M, width, batch_size, n_test, item
 
 
 @_threads.computing        # BLAS on one thread; fastsd's team runs the GEMMs in fixed blocks
-def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
-                   eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
-                   init="normal", batches="host", progress=False):
+@TRAINING.keywords
+def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto",
+                   batches="host", progress=False, **training):
     """Train many centered MLPs in lockstep, one batched computation per step.
 
     ``task``, ``gamma`` and ``seed`` may each be one value or a sequence;
@@ -317,21 +318,7 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         A sequence may be any iterable: a list, ``range(3)``, a NumPy array.
         None draws fresh entropy, recorded as ``config["seed"]`` so that the
         run can be repeated.
-    width : int
-        Hidden units m, >= 1.
-    steps : int
-        SGD steps, >= 1.
-    batch_size : int, default 128
-        Pairs per SGD step, even and >= 2: exactly half of every batch are
-        same pairs (App. G.1).
-    alpha0 : float, optional
-        Base learning rate; default the task's (0.1 for ``SameDifferent``).
-        The step size is alpha = gamma^2 d alpha0 for gamma <= 1 and
-        gamma sqrt(d) alpha0 for gamma > 1 (App. G.1).
-    eval_every : int, default 1000
-        Steps between test evaluations; the last step is always evaluated.
-    n_test : int, default 1024
-        Fresh test pairs per evaluation, >= 2.
+    {settings}
     backend : {"auto", "numpy", "cpu", "cuda"}
         "numpy" is the float64 reference; "cpu" the Numba kernels; "cuda"
         CuPy (cuBLAS) GEMMs batched over the ensemble and Numba-CUDA fused
@@ -347,8 +334,6 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
         per model as if it trained alone, the path the backend's measured cost
         model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
         this machine, else shipped prices) predicts to be faster.
-    init : {"normal", "truncated"}
-        See ``fastsd.mlp.model.init_params``.
     batches : {"host", "device"}, default "host"
         Where the training batches are drawn. "host": from the seed's NumPy
         streams, the same batches on every backend (with "cuda" they are
@@ -384,13 +369,13 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
     """
-    plan = _plan(task, gamma, seed, width=width, steps=steps, batch_size=batch_size,
-                 alpha0=alpha0, eval_every=eval_every, n_test=n_test, backend=backend,
-                 dtype=dtype, path=path, init=init, batches=batches)
+    plan = _plan(task, gamma, seed, training, backend=backend, dtype=dtype, path=path,
+                 batches=batches, caller="train_ensemble")
     check_fits(plan.needs)
     tasks, gammas, seed_seqs, M = plan.tasks, plan.gammas, plan.seed_seqs, len(plan.tasks)
-    width, steps, batch_size, eval_every, n_test = (
-        plan.width, plan.steps, plan.batch_size, plan.eval_every, plan.n_test)
+    settings = plan.training
+    width, steps, batch_size, eval_every, n_test, init = (
+        settings[k] for k in ("width", "steps", "batch_size", "eval_every", "n_test", "init"))
     backend, module, dtype, paths = plan.backend, plan.module, plan.dtype, plan.paths
     alpha0s, scales, lrs, test_source = plan.alpha0s, plan.scales, plan.lrs, plan.test_source
     start = time.perf_counter()
@@ -412,12 +397,10 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     for k in range(M):
         h = {name: arr[k] for name, arr in hist.items()}
         h["step"] = h["step"].astype(int)
-        config = dict(_task_config(tasks[k]), gamma=gammas[k], width=width, steps=steps,
-                      batch_size=batch_size, alpha0=alpha0s[k], lr=lrs[k],
-                      output_scale=scales[k],
-                      seed=recorded_seed(seed_seqs[k]),
-                      init=init, backend=backend, path=paths[k], dtype=dtype, batches=batches,
-                      eval_every=eval_every, n_test=n_test, version=__version__)
+        config = dict(_task_config(tasks[k]), gamma=gammas[k],
+                      **dict(settings, alpha0=alpha0s[k]), lr=lrs[k], output_scale=scales[k],
+                      seed=recorded_seed(seed_seqs[k]), backend=backend, path=paths[k],
+                      dtype=dtype, batches=batches, version=__version__)
         results.append(TrainResult(
             best_test_accuracy=float(h["test_accuracy"].max()),
             final_test_accuracy=float(h["test_accuracy"][-1]),
@@ -435,17 +418,50 @@ def train_ensemble(task, gamma, seed, *, width, steps, batch_size=128, alpha0=No
     return results
 
 
-def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_test, backend,
-          dtype, path, init, batches):
-    """``train_ensemble``'s arguments checked and resolved, before anything is allocated: the
-    models' tasks, gammas, seeds, learning rates, backend, dtype and paths, and the memory
-    they will need (``needs``)."""
+@dataclass(frozen=True)
+class Plan:
+    """``train_ensemble``'s arguments checked and resolved, before anything is allocated.
+
+    Attributes
+    ----------
+    tasks, gammas, seed_seqs : list
+        Model k's task, gamma (a number) and seed sequence (or Generator).
+    training : dict
+        The settings ``fastsd.params.TRAINING`` declares, checked, with defaults.
+    backend : str
+    module : module
+        The backend's engines (``FAMILY.load``).
+    dtype : str
+    paths, alpha0s, scales, lrs : list
+        Model k's training path, base learning rate, output scale and step size.
+    test_source : list
+        ``_test_sources``: the model whose test sets model k shares.
+    needs : list of fastsd._memory.Need
+        What training allocates.
+    """
+
+    tasks: list
+    gammas: list
+    seed_seqs: list
+    training: dict
+    backend: str
+    module: object
+    dtype: str
+    paths: list
+    alpha0s: list
+    scales: list
+    lrs: list
+    test_source: list
+    needs: list
+
+
+def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller):
+    """The ``Plan`` of ``caller``'s arguments (``training``: its TRAINING keywords)."""
     tasks, gammas, seeds, sizer = _models(task, gamma, seed)
     M = len(tasks)
-    c = MLP.check(dict(width=width, steps=steps, batch_size=batch_size, eval_every=eval_every,
-                       n_test=n_test, alpha0=alpha0, init=init))
-    width, steps, batch_size, eval_every, n_test, alpha0 = (
-        c[k] for k in ("width", "steps", "batch_size", "eval_every", "n_test", "alpha0"))
+    training = TRAINING.complete(training, caller, others=_HOW)
+    width, batch_size, n_test, alpha0 = (
+        training[k] for k in ("width", "batch_size", "n_test", "alpha0"))
     check_choice("path", path, PATHS)
     check_choice("batches", batches, BATCHES)
     backend, module = FAMILY.load(backend)
@@ -480,23 +496,21 @@ def _plan(task, gamma, seed, *, width, steps, batch_size, alpha0, eval_every, n_
     test_source = _test_sources(tasks, seed_seqs)
     needs = _memory_needs(tasks, paths, test_source, M, width, batch_size, n_test,
                           np.dtype(dtype).itemsize, sizer)
-    return SimpleNamespace(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, width=width,
-                           steps=steps, batch_size=batch_size, eval_every=eval_every,
-                           n_test=n_test, backend=backend, module=module, dtype=dtype,
-                           paths=paths, alpha0s=alpha0s, scales=scales, lrs=lrs,
-                           test_source=test_source, needs=needs)
+    return Plan(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, training=training,
+                backend=backend, module=module, dtype=dtype, paths=paths, alpha0s=alpha0s,
+                scales=scales, lrs=lrs, test_source=test_source, needs=needs)
 
 
-def memory_needs(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None,
-                 eval_every=1000, n_test=1024, backend="auto", dtype=None, path="auto",
-                 init="normal", batches="host"):
+@TRAINING.keywords
+def memory_needs(task, gamma, seed, *, backend="auto", dtype=None, path="auto", batches="host",
+                 **training):
     """What ``train_ensemble`` with these arguments would allocate, checked but not allocated.
 
     Parameters
     ----------
-    task, gamma, seed, width, steps, batch_size, alpha0, eval_every, n_test, backend, dtype,
-    path, init, batches
+    task, gamma, seed, backend, dtype, path, batches
         As ``train_ensemble``.
+    {settings}
 
     Returns
     -------
@@ -509,9 +523,8 @@ def memory_needs(task, gamma, seed, *, width, steps, batch_size=128, alpha0=None
     ValueError, TypeError, BackendUnavailableError
         As ``train_ensemble``.
     """
-    return _plan(task, gamma, seed, width=width, steps=steps, batch_size=batch_size,
-                 alpha0=alpha0, eval_every=eval_every, n_test=n_test, backend=backend,
-                 dtype=dtype, path=path, init=init, batches=batches).needs
+    return _plan(task, gamma, seed, training, backend=backend, dtype=dtype, path=path,
+                 batches=batches, caller="memory_needs").needs
 
 
 def _models(task, gamma, seed):

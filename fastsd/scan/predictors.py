@@ -29,7 +29,7 @@ from .._dispatch import traits
 from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, resolve_task_seed
-from ..params import (BAYES, LAZY_LIMIT, MAX_MARGIN, MLP, WALKERS, WEIGHT_IMAGES,
+from ..params import (BAYES, LAZY_LIMIT, MAX_MARGIN, MLP, TRAINING, WALKERS, WEIGHT_IMAGES,
                       WEIGHT_STRUCTURE)
 from .cells import Cell, settings_key
 
@@ -199,8 +199,7 @@ class MLPImagePredictor(Predictor):
     name = "mlp_image"
     numbers = ("best_test_accuracy", "final_test_accuracy")
     required = ("task", "L", "gamma", "width", "steps")
-    _SHARED = ("L", "gamma", "seed", "width", "steps", "batch_size", "eval_every", "n_test",
-               "alpha0", "init", "task_seed")        # declared in fastsd.params.MLP
+    _SHARED = ("L", "gamma", "seed", *TRAINING, "task_seed")    # declared in fastsd.params.MLP
     defaults = {**MLP.defaults(_SHARED), "patch": None, "n_patches": None,
                 "image_width": None, "blur": None}
     _TASK_DEFAULTS = {"psvrt": {"patch": 5, "n_patches": 5},
@@ -268,11 +267,8 @@ class MLPImagePredictor(Predictor):
 
         s0 = group[0]
         tasks = [self.make_task(s) for s in group]
-        results = train_ensemble(
-            tasks, [s["gamma"] for s in group], [s["seed"] for s in group], width=s0["width"],
-            steps=s0["steps"], batch_size=s0["batch_size"], alpha0=s0["alpha0"],
-            eval_every=s0["eval_every"], n_test=s0["n_test"], backend=backend, dtype=dtype,
-            init=s0["init"])
+        results = train_ensemble(tasks, [s["gamma"] for s in group], [s["seed"] for s in group],
+                                 **TRAINING.pick(s0), backend=backend, dtype=dtype)
         return [dict(r.to_record(), **{k: s[k] for k in ("task", "patch", "n_patches",
                                                         "image_width", "blur", "task_seed")},
                      task_class=type(t).__name__)
@@ -309,9 +305,7 @@ def _ensemble_memory(group, tasks, backend, dtype):
 
     s = group[0]
     needs = memory_needs(tasks, [g["gamma"] for g in group], [g["seed"] for g in group],
-                         width=s["width"], steps=s["steps"], batch_size=s["batch_size"],
-                         alpha0=s["alpha0"], eval_every=s["eval_every"], n_test=s["n_test"],
-                         backend=backend, dtype=dtype, init=s["init"])
+                         **TRAINING.pick(s), backend=backend, dtype=dtype)
     return sum(n.nbytes for n in needs)
 
 
@@ -511,8 +505,7 @@ class _ModelPairPredictor(Predictor):
         s0 = group[0]
         task = self.task(s0)
         gammas = [self.gamma(s) for s in group]
-        results = train_ensemble(task, gammas, s0["seed"], width=s0["width"],
-                                 steps=s0["steps"], eval_every=s0["eval_every"],
+        results = train_ensemble(task, gammas, s0["seed"], **TRAINING.pick(s0),
                                  backend=backend, dtype=dtype)
         return [strict_json({**s, "gamma": g, **self.describe(r, task),
                              **{k: r.config[k] for k in ("backend", "path", "dtype")},
@@ -695,11 +688,9 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto", progress=Fals
     c0 = cells[0]
     tasks = [SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
              for c in cells]
-    results = train_ensemble(
-        tasks, [c.gamma for c in cells], [c.seed for c in cells], width=c0.width,
-        steps=c0.steps, batch_size=c0.batch_size, alpha0=c0.alpha0, eval_every=c0.eval_every,
-        n_test=c0.n_test, backend=backend, dtype=dtype, path=path, init=c0.init,
-        progress=progress)
+    results = train_ensemble(tasks, [c.gamma for c in cells], [c.seed for c in cells],
+                             **TRAINING.pick(asdict(c0)), backend=backend, dtype=dtype,
+                             path=path, progress=progress)
     # cells of one task seed (and ensemble key) measure on the same inputs
     by_inputs = {}
     for i, c in enumerate(cells):
