@@ -15,8 +15,11 @@ factors, this machine's time over the reference machine's:
     for float64 BLAS multiply-adds (the lazy limit's kernel products and test
     blocks, the Bayes-optimal distances): ``float64_gemm_seconds`` times the
     lazy flow's two product GEMMs against ``REFERENCE_FLOAT64_GEMM``, their
-    seconds a flop on the reference machine (the lazy limit's fitted "gemm"
-    price, ``fastsd.kernels.costs.PRICES``).
+    seconds a flop on the reference machine;
+"entries"
+    for the lazy limit's kernel entries (the arc-cosine NTK formula, compiled):
+    ``kernel_entry_seconds`` times the matrix-free test logits against
+    ``REFERENCE_KERNEL_ENTRY``.
 
 ``fastsd.mlp.costs.probe`` times the MLP's real engine (``step_timer``, one thread)
 at its ``PROBES``: dense steps, where the GEMMs weigh most, and symbol-path steps,
@@ -25,11 +28,13 @@ reference machine (where they were fitted, within a few percent), split into
 their GEMM and other units; the two factors fit measured = f_gemm x GEMM part
 + f_scalar x other part over the probes (non-negative least squares on relative
 error, as the prices were fitted); between its rounds it times the float64
-product (``float64_gemm_seconds``), the fastest of the rounds kept. About a
-second once the kernels are loaded.
+product (``float64_gemm_seconds``) and the kernel entries
+(``kernel_entry_seconds``), the fastest of the rounds kept. About a second once
+the kernels are loaded.
 
-A price is then scaled by the factor of its unit (``scale``): a float32 model's GEMM
-units by "gemm", a float64 model's by "gemm64", the other units by "scalar". The factors are
+A price is then scaled by the factor of its unit's kind (``scale``): a float32 model's
+GEMM units by "gemm", a float64 model's by "gemm64", kernel entries by "entries", the other
+units by "scalar". The factors are
 cached in ``<cache root>/probe.json`` (``fastsd._jitcache.cache_root``) under the
 machine's key (the MLP calibration's: CPU model, cores, fastsd's engines, NumPy,
 SciPy, Numba), so the probe runs once a machine. ``FASTSD_COSTS=fallback`` (the
@@ -41,15 +46,21 @@ import os
 from . import _jitcache
 
 #: Version of the cache file's layout.
-FORMAT = 3
-KINDS = ("gemm", "scalar", "gemm64")
+FORMAT = 4
+KINDS = ("gemm", "scalar", "gemm64", "entries")
 #: The factors a cached file may hold; outside them (a damaged file) the probe runs again.
 LIMITS = (0.05, 20.0)
 
 
 #: Seconds a flop of the lazy flow's float64 product GEMMs (``float64_gemm_seconds``) on the
-#: reference machine, one thread: the lazy limit's fitted "gemm" price (72 GFLOP/s).
+#: reference machine, one thread (72 GFLOP/s: the rate fitted to its lazy-limit cells).
 REFERENCE_FLOAT64_GEMM = 1.392e-11
+#: Seconds a kernel entry of the matrix-free test logits (``kernel_entry_seconds``) on the
+#: reference machine, one thread (fitted to its lazy-limit cells below
+#: ``fastsd.kernels.kron.TEST_CROSS_MIN_L``, where they are most of the time).
+REFERENCE_KERNEL_ENTRY = 5.596e-09
+#: The test logits timed: n test pairs against the L^2 pairs of L symbols in d dimensions.
+KERNEL_ENTRY_SHAPE = (96, 128, 32)
 #: The product timed: L = 384 symbols, R = 27 Kronecker terms (the count law's at d = 256).
 FLOAT64_GEMM_SHAPE = (384, 27)
 
@@ -77,6 +88,38 @@ def float64_gemm_seconds(repeats=3):
         xh @ bh
         best = min(best, time.perf_counter() - start)
     return best / (4.0 * R * L ** 3)
+
+
+def kernel_entry_seconds(repeats=3):
+    """Seconds a kernel entry on one thread: the matrix-free test logits of the lazy limit.
+
+    The "cpu" backend's ``pair_kernel_matvec`` (the NTK of n test pairs against
+    all L^2 training pairs times a vector) at ``KERNEL_ENTRY_SHAPE``, n L^2
+    entries; the fastest of ``repeats``. About 30 ms a repeat on an AVX2 core. The
+    caller sets the threads.
+    """
+    import time
+
+    import numpy as np
+
+    from .kernels.backend import KERNELS
+
+    n, L, d = KERNEL_ENTRY_SHAPE
+    cpu = KERNELS.load("cpu")[1]
+    rng = np.random.default_rng(0)
+    S, X1, X2 = (rng.standard_normal((k, d)) / np.sqrt(d) for k in (L, n, n))
+    u, v = np.divmod(np.arange(L * L), L)
+    norms = np.sum(S * S, axis=1)
+    args = (X1 @ S.T, np.arange(n), X2 @ S.T, np.arange(n),
+            np.sum(X1 * X1, axis=1) + np.sum(X2 * X2, axis=1), u, v, norms[u] + norms[v],
+            np.ones((L * L, 1)))
+    cpu.pair_kernel_matvec(*args)           # compiled or loaded, caches warm
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        cpu.pair_kernel_matvec(*args)
+        best = min(best, time.perf_counter() - start)
+    return best / (n * L * L)
 
 
 def cache_path(environ=None):
@@ -136,23 +179,21 @@ def factors(measure, key, environ=None):
     return got
 
 
-def scale(prices, gemm_units, f, gemm="gemm"):
+def scale(prices, f, kinds):
     """``prices`` (unit -> seconds on the reference machine) for this machine.
 
     Parameters
     ----------
     prices : dict of str to float
-    gemm_units : collection of str
-        The units that count BLAS multiply-adds (scaled by ``f[gemm]``); the
-        others are scaled by ``f["scalar"]``.
     f : dict
         The machine's factors (``factors``).
-    gemm : {"gemm", "gemm64"}
-        The GEMM units' kind: float32 (the MLP) or float64 (lazy limit, Bayes).
+    kinds : dict of str to str
+        The kind (``KINDS``) of each unit that is not "scalar": "gemm" for
+        float32 BLAS multiply-adds (the MLP), "gemm64" for float64 ones (lazy
+        limit, Bayes), "entries" for the lazy limit's kernel entries.
 
     Returns
     -------
     dict of str to float
     """
-    return {unit: value * f[gemm if unit in gemm_units else "scalar"]
-            for unit, value in prices.items()}
+    return {unit: value * f[kinds.get(unit, "scalar")] for unit, value in prices.items()}

@@ -446,5 +446,5 @@ def predicted_seconds(d, L, n_test, prior):
     scaled to this machine by ``fastsd._probe``)."""
     from .mlp.costs import machine_factors
 
-    return predict(_probe.scale(PRICES, ("gemm",), machine_factors(), "gemm64"),
+    return predict(_probe.scale(PRICES, machine_factors(), {"gemm": "gemm64"}),
                    cost_features(d, L, n_test, prior))

@@ -58,13 +58,25 @@ def test_the_count_laws_and_memory_hold_for_cells_they_were_not_fitted_on(d, L, 
 
 def test_the_features_at_recorded_counts_are_those_counts_in_units():
     info = {"kron_terms": 20, "kron_aca_terms": 30, "kron_build_rows": 316,
-            "flow_products": 165}
-    for L, test_unit in ((128, "test"), (TEST_CROSS_MIN_L, "cross")):
+            "flow_products": 165, "kron_test_terms": 12}
+    pairs = 25 * 1024
+    for L in (128, TEST_CROSS_MIN_L):
         f = costs.cost_features(256, L, steps=25000, eval_every=1000, n_test=1024, counts=info)
-        assert f["gemm"] == 4 * 20 * L ** 3 * 165 and f["build"] == 316 * L * L
-        assert f["aca"] == 900 * L * L and f["vector"] == 165 * L * L
-        assert f[test_unit] == 25 * 1024 * L * L
-        assert f[({"test", "cross"} - {test_unit}).pop()] == 0.0
+        assert f["gemm"] == 4 * 20 * L ** 3 * 165 and f["product"] == 20 * L * L * 165
+        assert f["build"] == 316 * L * L and f["aca"] == 900 * L * L
+        assert f["vector"] == 165 * L * L
+        assert f["inputs"] == pairs * 256 and f["dots"] == pairs * L * 256 + L * L * 256
+        crossed = {"test_aca": pairs * L * 12, "test_aca2": pairs * L * 144,
+                   "cross": 2 * pairs * 12 * L * L}
+        if L < TEST_CROSS_MIN_L:        # matrix-free test logits: n_test L^2 entries
+            assert f["test"] == pairs * L * L and all(f[u] == 0 for u in crossed)
+        else:                           # cross-approximated test blocks of 12 terms
+            assert f["test"] == 0 and all(f[u] == v for u, v in crossed.items())
+    # counts a run does not record come from the laws
+    partial = {k: v for k, v in info.items() if k != "kron_test_terms"}
+    f = costs.cost_features(256, 512, steps=25000, eval_every=1000, n_test=1024, counts=partial)
+    k = costs.expected_counts(256, 512, 25000, 1000)["kron_test_terms"]
+    assert f["gemm"] == 4 * 20 * 512 ** 3 * 165 and f["test_aca"] == pairs * 512 * k
     assert costs.evaluations(25000, 1000) == 25 and costs.evaluations(2500, 1000) == 3
 
 

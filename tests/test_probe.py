@@ -31,9 +31,12 @@ def test_the_probe_measures_positive_factors_in_about_a_second():
 
 def test_fallback_keeps_the_prices_as_fitted():
     one = costs.machine_factors({"FASTSD_COSTS": "fallback"})
-    assert one == {"gemm": 1.0, "scalar": 1.0, "gemm64": 1.0}
+    assert one == dict.fromkeys(_probe.KINDS, 1.0)
     prices = {"gemm": 2.0, "unit": 3.0}
-    assert _probe.scale(prices, ("gemm",), one) == prices
+    assert _probe.scale(prices, one, {"gemm": "gemm"}) == prices
+
+
+FAKE = {"gemm": 2.5, "scalar": 1.5, "gemm64": 2.0, "entries": 0.5}
 
 
 def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
@@ -41,25 +44,28 @@ def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
 
     def fake(repeats=5):
         calls.append(repeats)
-        return {"gemm": 2.5, "scalar": 1.5, "gemm64": 2.0}
+        return dict(FAKE)
 
     monkeypatch.setattr(costs, "probe", fake)
-    assert costs.machine_factors(home) == {"gemm": 2.5, "scalar": 1.5, "gemm64": 2.0}
+    assert costs.machine_factors(home) == FAKE
     path = _probe.cache_path(home)
     stored = json.load(open(path))
     assert stored["machine"] == costs.machine_key("cpu") and stored["format"] == _probe.FORMAT
     monkeypatch.setattr(_probe, "_MEMO", {})                 # a new process reads the file
     f = costs.machine_factors(home)
-    assert f == {"gemm": 2.5, "scalar": 1.5, "gemm64": 2.0} and len(calls) == 1
-    # scaled prices: GEMM units by "gemm" (float32) or "gemm64", the others by "scalar"
-    assert _probe.scale({"gemm": 2.0, "unit": 4.0}, ("gemm",), f) == {"gemm": 5.0, "unit": 6.0}
-    assert _probe.scale({"gemm": 2.0, "unit": 4.0}, ("gemm",), f, "gemm64") == {
-        "gemm": 4.0, "unit": 6.0}
+    assert f == FAKE and len(calls) == 1
+    # scaled prices: each unit by its kind's factor, "scalar" where none is named
+    prices = {"gemm": 2.0, "entry": 3.0, "unit": 4.0}
+    assert _probe.scale(prices, f, {"gemm": "gemm", "entry": "entries"}) == {
+        "gemm": 5.0, "entry": 1.5, "unit": 6.0}
+    assert _probe.scale(prices, f, {"gemm": "gemm64"}) == {"gemm": 4.0, "entry": 4.5,
+                                                          "unit": 6.0}
     # another machine's file, or a damaged one, is measured again
     for damage in ({**stored, "machine": dict(stored["machine"], cpu="another CPU")},
                    {**stored, "factors": {"gemm": -1.0, "scalar": 1.0}},
                    {**stored, "factors": {"gemm": 1e308, "scalar": 1.0, "gemm64": 1.0}},
-                   {**stored, "factors": {"gemm": 1.0, "scalar": 1.0}}, "not json {"):
+                   {**stored, "factors": {"gemm": 1.0, "scalar": 1.0, "gemm64": 1.0}},
+                   "not json {"):
         with open(path, "w") as fh:
             fh.write(damage if isinstance(damage, str) else json.dumps(damage))
         monkeypatch.setattr(_probe, "_MEMO", {})
@@ -69,7 +75,8 @@ def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
 
 def test_without_a_calibration_the_cost_models_use_the_probed_prices(home, monkeypatch):
     monkeypatch.setattr(costs, "probe",
-                        lambda repeats=5: {"gemm": 2.0, "scalar": 3.0, "gemm64": 4.0})
+                        lambda repeats=5: {"gemm": 2.0, "scalar": 3.0, "gemm64": 4.0,
+                                           "entries": 5.0})
     model = costs.load("cpu", "float32", home)
     shipped = costs.fallback("cpu", "float32")
     assert model.source == "probed" and "probe" in model.describe()
@@ -79,18 +86,29 @@ def test_without_a_calibration_the_cost_models_use_the_probed_prices(home, monke
             assert model.prices[path][unit] == pytest.approx(factor * price)
     # the GPU's nominal prices are not the host's to scale
     assert costs.load("cuda", "float32", home).source == "fallback"
-    lazy = lazy_costs.prices(home)          # float64: its GEMMs by "gemm64"
+    lazy = lazy_costs.prices(home)     # float64: its GEMMs by "gemm64", its entries by "entries"
+    by_kind = {"gemm64": 4.0, "entries": 5.0}
     for unit, price in lazy_costs.PRICES.items():
-        factor = 4.0 if unit in lazy_costs.GEMM_UNITS else 3.0
+        factor = by_kind.get(lazy_costs.UNIT_KINDS.get(unit), 3.0)
         assert lazy[unit] == pytest.approx(factor * price)
+    assert {"gemm", "cross"} <= {u for u, k in lazy_costs.UNIT_KINDS.items() if k == "gemm64"}
     bayes_features = bayes.cost_features(64, 1024, 2000, "memorizing")
     assert bayes.predicted_seconds(64, 1024, 2000, "memorizing") == pytest.approx(sum(
         (4.0 if unit == "gemm" else 3.0) * price * bayes_features[unit]
         for unit, price in bayes.PRICES.items()))
 
 
-def test_the_float64_reference_is_the_lazy_limits_fitted_gemm_price():
-    assert _probe.REFERENCE_FLOAT64_GEMM == lazy_costs.PRICES["gemm"]
+def test_the_lazy_limits_gemm_and_entry_units_are_priced_near_the_probes_references():
+    # the prices were fitted phase by phase, each unit to the time of the work it counts,
+    # at the probe's rates: a product's GEMM flop costs about what the probe's does
+    assert 0.7 < lazy_costs.PRICES["gemm"] / _probe.REFERENCE_FLOAT64_GEMM < 1.5
+    assert 0.7 < lazy_costs.PRICES["test"] / _probe.REFERENCE_KERNEL_ENTRY < 1.5
+
+
+def test_kernel_entry_seconds_times_the_matrix_free_test_logits():
+    s = _probe.kernel_entry_seconds(repeats=1)
+    # between 0.1 ns and 1 us an entry on one thread: a time, not a count
+    assert 1e-10 < s < 1e-6, s
 
 
 def test_float64_gemm_seconds_times_the_flows_product():

@@ -13,24 +13,30 @@ takes "kron" from L = ``kron.AUTO_FLOW_MIN_L``) does, in counted units
   recompression's QR, (cross-approximation terms)^2 L^2;
 - "gemm": the flow's kernel products, 4 R L^3 flops each (two GEMMs over the
   R Kronecker terms);
-- "vector": the products' O(L^2) work (diagonal correction, the step's
-  vector updates), L^2 a product;
+- "product": the products' rearranging of the R L x L intermediate (R L^2 a
+  product) and "vector", their diagonal correction and the step's vector
+  updates (L^2 a product);
 - "test": the test logits below ``kron.TEST_CROSS_MIN_L``, n_test L^2 kernel
   entries an evaluation (matrix-free);
-- "cross": the same count from ``kron.TEST_CROSS_MIN_L`` on, where each test
-  pair's block is cross-approximated (its GEMM, 2 k n_test L^2 flops with k
-  about 10-20, dominates);
+- from ``kron.TEST_CROSS_MIN_L`` on, each test pair's L x L block is cross-
+  approximated with k terms (all blocks of a chunk in lockstep, k the most any
+  needs): "test_aca", its kernel entries, n_test L k an evaluation, and
+  "test_aca2", its updates against the terms so far, n_test L k^2; "cross",
+  the logits' GEMM, 2 n_test k L^2 flops;
 - "inputs": the test pairs drawn, n_test x d an evaluation (fresh symbols);
 - "dots": their dot products with the L symbols, n_test L d an evaluation,
   and the symbol Gram, L^2 d (these grow with d, the others do not).
 
-The terms R, the cross-approximation terms and the flow's steps are known only
-after the run (``solver_info``); ``expected_counts`` predicts them from d, L,
-the steps and the evaluations by laws fitted to measured cells (``COUNT_LAWS``).
-``PRICES`` are seconds per unit, fitted on the development machine; both are
-shipped, not calibrated per machine (a rough estimate, for ``fastsd reproduce
---dry-run`` and the scan's ETA). ``bench/bench_lazy_costs.py`` measures cells,
-refits both and prints the measured / predicted ratio of each.
+The terms R, the cross-approximation terms, the test blocks' terms k and the
+flow's steps are known only after the run; ``expected_counts`` predicts them
+from d, L, the steps and the evaluations by laws fitted to measured cells
+(``COUNT_LAWS``). ``PRICES`` are seconds per unit on the reference machine,
+each fitted to the time of its own phase of the cell (``PHASES``, timed inside
+measured cells), so that a unit's price means what it counts; on another
+machine ``prices`` scales each unit by the factor of its kind (``UNIT_KINDS``:
+float64 GEMM, kernel entries, other) in that machine's probe (``fastsd._probe``).
+A rough estimate, for ``fastsd reproduce --dry-run`` and the scan's ETA; ``bench/bench_lazy_costs.py``
+measures cells, refits both and prints the measured / predicted ratio of each.
 
 Other settings (regression, kernel SGD, the NNGP kernel, sampled pairs, the
 dense or matrix-free solvers) are not modelled: ``modelled`` says which are.
@@ -44,28 +50,35 @@ from .._validation import check_int
 from .dynamics import POWER_ITERS
 from .kron import TEST_TERMS, PROBES, TEST_CROSS_MIN_L
 
-#: Laws of the counts known after a run, fitted by least squares on the logarithms of
-#: 56 cells (``bench/bench_lazy_costs.py``: d 8..16384, L 64..1024, 5,000 and 25,000
-#: steps, evaluations every 1,000), in u = ln d and v = ln L: ln R and
-#: ln(ACA terms) = c0 + c1 u + c2 u^2 + c3 v + c4 u v; the flow's steps beyond one a
-#: segment between evaluations, ln(1 + extra) = c0 + c1 u + c2 u^2 + c3 v + c4 u v
-#: + c5 ln(SGD steps), clipped at 0 (a segment takes one step at least; c5 >= 0, so
-#: a longer flow takes no fewer steps).
+#: Laws of the counts known after a run, fitted by least squares on their logarithms, in
+#: u = ln d and v = ln L: ln R and ln(ACA terms) = c0 + c1 u + c2 u^2 + c3 v + c4 u v; the
+#: flow's steps beyond one a segment between evaluations, ln(1 + extra) = c0 + c1 u +
+#: c2 u^2 + c3 v + c4 u v + c5 ln(SGD steps), clipped at 0 (a segment takes one step at
+#: least; c5 >= 0, so a longer flow takes no fewer steps): 56 cells (d 8..16384, L 64..1024,
+#: 5,000 and 25,000 steps, evaluations every 1,000); the test blocks' terms k (1,024 test
+#: pairs a chunk), ln k = c0 + c1 u + c2 u^2: 7 cells (d 32..1024, L 384..512), where k
+#: hardly changes with L. All from ``bench/bench_lazy_costs.py``.
 COUNT_LAWS = {
     "terms": (6.8904, -1.0038, 0.0551, 0.0374, 0.0016),
     "aca_terms": (6.6819, -0.8883, 0.0481, 0.1408, -0.0059),
     "flow_steps": (-4.0654, 1.1081, 0.0318, 1.3293, -0.4312, 0.5035),
+    "test_terms": (5.5220, -0.6746, 0.0390),
 }
 
-#: Seconds per unit of ``cost_features`` on one thread (one BLAS thread, float64, backend
-#: "cpu"), two cells at once on the 2 cores as the scan's workers run them, fitted by
-#: non-negative least squares on relative error to the same 56 cells at their recorded
-#: counts ("gemm": 72 GFLOP/s a thread).
-PRICES = {"cell": 0.6299, "build": 0.0, "aca": 1.09e-08, "gemm": 1.392e-11,
-          "vector": 3.699e-07, "test": 5.596e-09, "cross": 2.289e-09, "inputs": 3.971e-08,
-          "dots": 1.375e-10}
+#: Seconds per unit of ``cost_features`` on the reference machine's rates, one thread (one
+#: BLAS thread, float64, backend "cpu"), two cells at once on the 2 cores as the scan's
+#: workers run them: each phase's units (``PHASES``) fitted to that phase's time in 35
+#: timed cells (d 8..1024, L 64..512, 25,000 steps) by non-negative least squares on
+#: relative error, each unit's count times its kind's probe factor (``UNIT_KINDS``), so
+#: that the prices are the reference machine's. A product's GEMM flop comes out at 0.97 of
+#: the probe's reference (``fastsd._probe.REFERENCE_FLOAT64_GEMM``) and a matrix-free test
+#: entry at 1.06 of its (``REFERENCE_KERNEL_ENTRY``): the units count what takes the time.
+PRICES = {"cell": 0.06774, "build": 1.006e-08, "aca": 1.697e-09, "gemm": 1.352e-11,
+          "product": 4.924e-09, "vector": 2.079e-08, "test": 5.921e-09, "test_aca": 6.171e-09,
+          "test_aca2": 2.069e-09, "cross": 2.038e-11, "inputs": 1.538e-08, "dots": 2.128e-11}
 #: Where ``PRICES`` and ``COUNT_LAWS`` were measured.
-MEASURED_ON = "Intel Xeon (AVX-512), 2 cores, 2026-12-03"
+MEASURED_ON = ("2-core Intel Xeon (AVX-512; count laws, 2026-12-03) and AMD EPYC (AVX2; "
+               "prices and test-block terms, 2026-12-03)")
 
 
 def evaluations(steps, eval_every):
@@ -109,7 +122,8 @@ def expected_counts(d, L, steps, eval_every):
         cross-approximation term and ``PROBES``), "flow_steps" (at least one a
         segment between evaluations) and "flow_products" (``2 POWER_ITERS``, one
         for the start, four a step), as ``lazy_limit`` records them in
-        ``solver_info``; floats.
+        ``solver_info``, and "kron_test_terms" (k: the terms of a chunk of test
+        blocks from ``kron.TEST_CROSS_MIN_L`` on, at most L); floats.
 
     Raises
     ------
@@ -122,9 +136,11 @@ def expected_counts(d, L, steps, eval_every):
     aca = min(float(L * L), max(terms, math.exp(_law(COUNT_LAWS["aca_terms"], d, L))))
     extra = math.expm1(max(0.0, _law(COUNT_LAWS["flow_steps"], d, L, math.log(steps))))
     flow_steps = segments + extra
+    test_terms = min(float(L), max(1.0, math.exp(_law(COUNT_LAWS["test_terms"], d, L))))
     return {"kron_terms": terms, "kron_aca_terms": aca,
             "kron_build_rows": 2.0 * aca + min(PROBES, L * L), "flow_steps": flow_steps,
-            "flow_products": 2.0 * POWER_ITERS + 1.0 + 4.0 * flow_steps}
+            "flow_products": 2.0 * POWER_ITERS + 1.0 + 4.0 * flow_steps,
+            "kron_test_terms": test_terms}
 
 
 def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
@@ -136,8 +152,9 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
     steps, eval_every, n_test : int
         As ``lazy_limit``.
     counts : dict, optional
-        The run's ``solver_info`` ("kron_terms", "kron_aca_terms",
-        "kron_build_rows", "flow_products"); default ``expected_counts``.
+        Counts of the run (its ``solver_info``: "kron_terms", "kron_aca_terms",
+        "kron_build_rows", "flow_products"; "kron_test_terms" where measured):
+        those given replace ``expected_counts``'.
 
     Returns
     -------
@@ -150,17 +167,26 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
         For sizes ``lazy_limit`` refuses (d < 1, L < 2, steps, eval_every < 1, n_test < 2).
     """
     d, L, steps, eval_every, n_test = _check(d, L, steps, eval_every, n_test)
-    c = expected_counts(d, L, steps, eval_every) if counts is None else counts
+    c = {**expected_counts(d, L, steps, eval_every), **(counts or {})}
     L2 = float(L * L)
-    evals = evaluations(steps, eval_every)
-    tests = evals * n_test * L2
-    cross = L >= TEST_CROSS_MIN_L
+    R, products, k = c["kron_terms"], c["flow_products"], c["kron_test_terms"]
+    pairs = float(evaluations(steps, eval_every) * n_test)
+    cross = float(L >= TEST_CROSS_MIN_L)
     return {"cell": 1.0, "build": c["kron_build_rows"] * L2,
             "aca": float(c["kron_aca_terms"]) ** 2 * L2,
-            "gemm": 4.0 * c["kron_terms"] * L2 * L * c["flow_products"],
-            "vector": L2 * c["flow_products"],
-            "test": 0.0 if cross else tests, "cross": tests if cross else 0.0,
-            "inputs": float(evals * n_test * d), "dots": float(evals * n_test * L * d + L2 * d)}
+            "gemm": 4.0 * R * L2 * L * products, "product": R * L2 * products,
+            "vector": L2 * products, "test": (1.0 - cross) * pairs * L2,
+            "test_aca": cross * pairs * L * k, "test_aca2": cross * pairs * L * k * k,
+            "cross": cross * 2.0 * pairs * k * L2,
+            "inputs": pairs * d, "dots": pairs * L * d + L2 * d}
+
+
+#: The phases of a flow cell that ``bench/bench_lazy_costs.py`` times inside it, and the
+#: units of ``cost_features`` each phase's time is fitted to ("rest": the cell's wall
+#: time less the others).
+PHASES = {"factorise": ("build", "aca"), "products": ("gemm", "product"),
+          "test_aca": ("test_aca", "test_aca2"), "test_gemm": ("cross",),
+          "test_exact": ("test",), "rest": ("cell", "vector", "inputs", "dots")}
 
 
 def memory_bytes(d, L, *, n_test):
@@ -257,25 +283,27 @@ def predicted_seconds(d, L, *, steps, eval_every, n_test):
                                            n_test=n_test))
 
 
-#: The units of ``cost_features`` that are float64 GEMM multiply-adds (the products, the
-#: cross-approximated test logits), scaled by this machine's float64 GEMM rate
-#: (``fastsd._probe``, "gemm64").
-GEMM_UNITS = ("gemm", "cross")
+#: The kind of each unit of ``cost_features`` that is not "scalar" work (``fastsd._probe``):
+#: float64 GEMM multiply-adds (the products, the test blocks' logits) and kernel entries
+#: (the factors' rows, the matrix-free test logits, the test blocks' rows and columns).
+UNIT_KINDS = {"gemm": "gemm64", "cross": "gemm64", "build": "entries", "test": "entries",
+              "test_aca": "entries"}
 
 
 def prices(environ=None):
     """``PRICES`` scaled to this machine (``fastsd._probe``; as fitted under
     ``FASTSD_COSTS=fallback``)."""
-    return _probe.scale(PRICES, GEMM_UNITS, machine_factors(environ), "gemm64")
+    return _probe.scale(PRICES, machine_factors(environ), UNIT_KINDS)
 
 
 def describe():
     """One line on where the lazy limit's prices come from, for ``--dry-run``."""
     f = machine_factors()
     return (f"lazy limit: shipped prices and count laws measured on {MEASURED_ON}, scaled "
-            f"to this machine by its probe (float64 GEMM x{f['gemm64']:.2f}, other "
-            f"x{f['scalar']:.2f})")
+            f"to this machine by its probe (float64 GEMM x{f['gemm64']:.2f}, kernel entries "
+            f"x{f['entries']:.2f}, other x{f['scalar']:.2f})")
 
 
-__all__ = ["COUNT_LAWS", "GEMM_UNITS", "PRICES", "cost_features", "describe", "evaluations",
-           "expected_counts", "memory_bytes", "modelled", "predicted_seconds", "prices"]
+__all__ = ["COUNT_LAWS", "PHASES", "PRICES", "UNIT_KINDS", "cost_features", "describe",
+           "evaluations", "expected_counts", "memory_bytes", "modelled", "predicted_seconds",
+           "prices"]

@@ -355,13 +355,16 @@ def probe(repeats=5):
     ``repeats`` rounds, the fastest run of each kept) and fits the two factors of
     ``fastsd._probe`` to them: measured = f_gemm x (the shipped float32 prices'
     GEMM units) + f_scalar x (their other units), by non-negative least squares
-    on relative error; and the float64 GEMM factor, "gemm64"
-    (``fastsd._probe.float64_gemm_seconds``). About 1 s once the kernels are loaded.
+    on relative error; the float64 GEMM factor, "gemm64"
+    (``fastsd._probe.float64_gemm_seconds``), and the kernel entries' factor,
+    "entries" (``fastsd._probe.kernel_entry_seconds``). About 1 s once the kernels
+    are loaded.
 
     Returns
     -------
     dict of str to float
-        {"gemm", "scalar", "gemm64"}: > 1 where this machine is slower; at least 0.05.
+        {"gemm", "scalar", "gemm64", "entries"}: > 1 where this machine is slower; at
+        least 0.05.
     """
     from scipy.optimize import nnls
 
@@ -381,15 +384,16 @@ def probe(repeats=5):
             run(1)                  # load the kernels, warm the caches
             runs.append((run, steps))
         seconds = [math.inf] * len(runs)
-        gemm64 = math.inf
+        gemm64 = entries = math.inf
         for _ in range(check_int("repeats", repeats, 1)):
             for i, (run, steps) in enumerate(runs):
                 seconds[i] = min(seconds[i], run(steps) / steps)
             gemm64 = min(gemm64, _probe.float64_gemm_seconds(repeats=1))
-        gemm64 /= _probe.REFERENCE_FLOAT64_GEMM
+            entries = min(entries, _probe.kernel_entry_seconds(repeats=1))
     f, _ = nnls(np.array(parts) / np.array(seconds)[:, None], np.ones(len(seconds)))
     return {"gemm": float(max(f[0], 0.05)), "scalar": float(max(f[1], 0.05)),
-            "gemm64": float(max(gemm64, 0.05))}
+            "gemm64": float(max(gemm64 / _probe.REFERENCE_FLOAT64_GEMM, 0.05)),
+            "entries": float(max(entries / _probe.REFERENCE_KERNEL_ENTRY, 0.05))}
 
 
 def machine_factors(environ=None):
@@ -410,7 +414,8 @@ def probed(backend="cpu", dtype="float32", environ=None):
     if units is None:
         return model
     factors = machine_factors(environ)
-    prices = {path: _probe.scale(p, units, factors) for path, p in model.prices.items()}
+    kinds = dict.fromkeys(units, "gemm")
+    prices = {path: _probe.scale(p, factors, kinds) for path, p in model.prices.items()}
     return CostModel(backend=backend, dtype=dtype, prices=prices, source="probed",
                      machine=dict(model.machine, probe={k: round(v, 3)
                                                         for k, v in factors.items()}))
