@@ -18,6 +18,7 @@ from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedE
 from .figures import FIGURES, REGISTRY
 from .params import BACKEND, CALIBRATE, LAZY_LIMIT, MLP, WALKERS
 from .scan import ScanError
+from .scan.cluster import KINDS as CLUSTER_KINDS
 
 
 def _add_command(sub, name, summary, description, spec, func, *, json_help, quiet_help=None,
@@ -83,6 +84,13 @@ def _add_reproduce_parser(sub):
     where.add_argument("--dask", metavar="ADDRESS",
                        help="run on the Dask cluster whose scheduler is at ADDRESS "
                             "(e.g. tcp://host:8786); needs the [dist] extra")
+    where.add_argument("--cluster", choices=tuple(CLUSTER_KINDS), metavar="KIND",
+                       help="run on --workers N Dask workers in jobs that dask-jobqueue submits "
+                            "to a batch scheduler: " + ", ".join(k for k in CLUSTER_KINDS
+                                                                 if k != "local")
+                            + " (the jobs as described in ~/.config/dask/jobqueue.yaml: README, "
+                              "'On a cluster'), or local (the same jobs as processes here); "
+                              "needs the [cluster] extra")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--dry-run", action="store_true",
@@ -92,7 +100,8 @@ def _add_reproduce_parser(sub):
                         "needed")
     p.add_argument("--workers", type=int, metavar="N",
                    help="with --dry-run: predict the wall time on N single-threaded workers "
-                        "(a cluster's) instead of this machine's cores")
+                        "(a cluster's) instead of this machine's cores; with --cluster: the "
+                        "workers to start")
     p.set_defaults(func=_cmd_reproduce)
 
 
@@ -206,6 +215,10 @@ def _cmd_ntk(args):
 def _executor(args):
     if args.serial:
         return "serial"
+    if args.cluster:
+        from .scan.cluster import jobqueue_client
+
+        return jobqueue_client(args.cluster, args.workers)
     if args.dask:
         try:
             from distributed import Client
@@ -310,11 +323,18 @@ def _cmd_reproduce(args):
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"`--out` must be a folder; got {args.out!r}, which is a file.")
     figures = FIGURES if args.figure == "all" else (args.figure,)
-    if args.workers is not None and not args.dry_run:
-        raise ValueError(f"`--workers` plans a run on N workers: give it with --dry-run; got "
-                         f"--workers {args.workers} without it.")
-    if args.dry_run:
-        executor = _executor(args)
+    if args.workers is not None and not (args.dry_run or args.cluster):     # usage: exit 2
+        args._parser.error(f"--workers plans a run on N workers (with --dry-run) or starts them "
+                           f"(with --cluster): give it with either; got --workers "
+                           f"{args.workers} without them")
+    if args.cluster and args.workers is None:
+        args._parser.error(f"--cluster {args.cluster} needs --workers N, the worker processes "
+                           f"to start")
+    if args.workers is not None and args.serial:
+        args._parser.error(f"--workers N plans N workers and --serial one process: give one "
+                           f"of them; got --workers {args.workers} --serial")
+    if args.dry_run:                # on a cluster: planned for --workers, no job submitted
+        executor = None if args.cluster else _executor(args)
         try:
             results = []
             for figure in figures:

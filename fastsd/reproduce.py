@@ -51,9 +51,7 @@ def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
     for (label, predictor, grid), store in zip(preset.parts, stores):
         pred = get_predictor(predictor)
         keys = [pred.key(pred.prepare(s)) for _, s in grid.cells()]
-        first = {}
-        for r in cell_records(store, pred):
-            first.setdefault(r["key"], r)
+        first = {r["key"]: r for r in cell_records(store, pred)}    # one record a cell
         records.setdefault(label, []).extend(first[k] for k in keys if k in first)
     return records, [store.path for store in stores]
 

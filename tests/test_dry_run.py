@@ -185,8 +185,18 @@ def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(t
     assert main(["reproduce", "fig1c", "--dry-run", "--workers", "16", "--out",
                  str(tmp_path)]) == 0
     assert "on 16 workers" in capsys.readouterr().out
-    assert main(["reproduce", "fig1c", "--workers", "16", "--out", str(tmp_path)]) == 1
-    assert "`--workers` plans a run on N workers: give it with --dry-run" in \
-        capsys.readouterr().err
+    for usage, message in ((["--workers", "16"], "--workers plans a run on N workers (with "
+                                                  "--dry-run) or starts them (with --cluster)"),
+                           (["--dry-run", "--serial", "--workers", "4"],
+                            "--workers N plans N workers and --serial one process"),
+                           (["--cluster", "slurm"], "--cluster slurm needs --workers N"),
+                           (["--cluster", "slurmm", "--workers", "4"], "invalid choice")):
+        with pytest.raises(SystemExit) as exit_:            # usage errors: argparse's 2
+            main(["reproduce", "fig1c", *usage, "--out", str(tmp_path)])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    # a cluster's dry run plans its workers and submits nothing (no dask-jobqueue needed)
+    assert main(["reproduce", "fig1c", "--dry-run", "--cluster", "slurm", "--workers", "16",
+                 "--out", str(tmp_path)]) == 0
+    assert "on 16 workers" in capsys.readouterr().out
     assert main(["reproduce", "fig1c", "--dry-run", "--workers", "0"]) == 1
     assert "`--workers` must be an integer >= 1; got 0" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """Scans: grid validation, executors (processes, any Executor, Dask), kill and resume."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -569,6 +570,33 @@ def test_damaged_records_are_named_skipped_and_computed_again(tmp_path):
     with pytest.warns(RuntimeWarning, match="skipping 3 record"):
         ds = load(path, xarray=True)                # was AttributeError on the foreign line
     assert sorted(ds["L"].values.tolist()) == [2, 3, 4]
+
+
+def test_a_key_apart_from_its_settings_is_damage_and_a_conflicting_repeat_is_named(tmp_path):
+    from fastsd.scan import cell_records
+    from fastsd.scan.predictors import PREDICTORS
+
+    path = tmp_path / "s.jsonl"
+    grid = Grid(L=[2, 3])
+    run(grid, "theory", path, "serial", progress=False)
+    lines = path.read_text().splitlines()
+    r2, r3 = (json.loads(line) for line in lines)
+    edited = dict(r2, key=r3["key"])                # L = 2's record filed under L = 3's key
+    same = dict(r3)                                 # a harmless repeat: the same numbers
+    other = dict(r3, test_accuracy=0.5)             # a repeat that disagrees
+    path.write_text("\n".join(json.dumps(r) for r in (edited, r3, same, other)) + "\n")
+    with pytest.warns(RuntimeWarning) as caught:
+        records = cell_records(fastsd.store.ResultStore(path), PREDICTORS["theory"])
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2
+    assert re.search(r"skipping 1 record\(s\).*line 1 \(line 1: `key` 'L=3' is not its "
+                     r"settings' \('L=2'\)\)", messages[0]), messages[0]
+    assert re.search(r"1 record\(s\) repeat a cell stored before with other numbers .* the "
+                     r"first record of each cell is used: line 4 \(line 4: `test_accuracy` "
+                     r"0.5 against 0.\d+ on line 2, kept\)", messages[1]), messages[1]
+    assert [r["key"] for r in records] == [r3["key"]] and records[0] == r3
+    with pytest.warns(RuntimeWarning):
+        assert fastsd.scan.plan(grid, "theory", path, "serial").remaining == 1   # L = 2
 
 
 def test_a_dask_scan_without_workers_says_so_gives_up_and_the_rerun_completes(tmp_path,

@@ -151,9 +151,10 @@ def _gnu_openmp_running():
 
 
 def is_dask_client(executor):
-    """True for a ``distributed.Client`` (checked without importing Dask)."""
-    return type(executor).__module__.split(".")[0] == "distributed" and hasattr(
-        executor, "gather")
+    """True for a ``distributed.Client`` or a subclass of it (checked without importing
+    Dask)."""
+    return any(c.__module__.split(".")[0] == "distributed" and c.__name__ == "Client"
+               for c in type(executor).__mro__)
 
 
 def submit_groups(executor, jobs, threads):

@@ -420,13 +420,16 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
 def cell_records(store, pred):
     """The records of ``store`` that are cells of ``pred``, in file order; others skipped.
 
-    A record is a cell when it has a string ``key``, names ``pred`` as its
-    ``predictor``, holds ``settings`` that ``pred`` accepts (``prepare``: names,
-    types, ranges) and has each of ``pred.numbers`` as a number or null. Any
-    other line (a foreign record, a field of the wrong type: a damaged store)
-    is skipped with one ``RuntimeWarning`` naming the file, the line and why,
-    so that its cell is computed again; torn lines are skipped by
-    ``ResultStore.load``.
+    A record is a cell when it has a string ``key`` that is the key of its
+    ``settings``, names ``pred`` as its ``predictor``, holds ``settings`` that
+    ``pred`` accepts (``prepare``: names, types, ranges) and has each of
+    ``pred.numbers`` as a number or null. Any other line (a foreign record, a
+    field of the wrong type, a key edited apart from its settings: a damaged
+    store) is skipped with one ``RuntimeWarning`` naming the file, the line and
+    why, so that its cell is computed again; torn lines are skipped by
+    ``ResultStore.load``. A cell stored twice keeps its first record; a later
+    one whose numbers differ is named in a ``RuntimeWarning`` too (the store was
+    written by two runs that disagree, or edited).
 
     Parameters
     ----------
@@ -437,17 +440,29 @@ def cell_records(store, pred):
     -------
     list of dict
     """
-    records, skipped = [], []
+    records, skipped, first, conflicts = [], [], {}, []
     for number, record in store.load(lines=True):
         why = _not_a_cell(record, pred)
-        if why is None:
+        if why is not None:
+            skipped.append((number, why))
+        elif record["key"] not in first:
+            first[record["key"]] = number, record
             records.append(record)
         else:
-            skipped.append((number, why))
+            line, kept = first[record["key"]]
+            differ = [n for n in pred.numbers if record.get(n) != kept.get(n)]
+            if differ:
+                conflicts.append((number, f"`{differ[0]}` {record.get(differ[0])!r} against "
+                                          f"{kept.get(differ[0])!r} on line {line}, kept"))
     if skipped:
         warnings.warn(f"{store.path}: skipping {len(skipped)} record(s) that are no "
                       f"{pred.name!r} cell, to compute their cells again: "
                       f"{skipped_lines(skipped)}", RuntimeWarning, stacklevel=2)
+    if conflicts:
+        warnings.warn(f"{store.path}: {len(conflicts)} record(s) repeat a cell stored before "
+                      f"with other numbers (two runs that disagree, or an edited store); the "
+                      f"first record of each cell is used: {skipped_lines(conflicts)}",
+                      RuntimeWarning, stacklevel=2)
     return records
 
 
@@ -461,9 +476,11 @@ def _not_a_cell(record, pred):
     if record.get("predictor") != pred.name:
         return f"`predictor` is {record.get('predictor')!r}"
     try:
-        pred.prepare(record["settings"])
+        key = pred.key(pred.prepare(record["settings"]))
     except (ValueError, TypeError) as exc:
         return f"its settings: {exc}"
+    if record["key"] != key:
+        return f"`key` {record['key']!r:.60} is not its settings' ({key!r:.60})"
     for name in pred.numbers:
         value = record.get(name, ...)
         if value is ...:

@@ -1,0 +1,111 @@
+"""Scans on a job-queue cluster (SLURM, PBS, LSF, ...) through dask-jobqueue.
+
+``jobqueue_client(kind, workers)`` starts dask-jobqueue's cluster of that kind,
+which submits jobs that each start Dask workers, asks for ``workers`` worker
+processes, and returns a ``distributed.Client`` on it: an executor for
+``fastsd.scan.run`` and ``fastsd.reproduce`` (``fastsd reproduce --cluster``).
+The jobs' queue, account, memory, walltime and cores come from the user's Dask
+configuration (``~/.config/dask/jobqueue.yaml``, section ``jobqueue.<kind>``;
+README, "On a cluster") or from ``options``. fastsd runs each group on one
+thread, so a job's ``processes`` should equal its ``cores``. Closing the client
+closes the cluster, which cancels its jobs. ``kind="local"`` runs the jobs as
+processes of this machine (dask-jobqueue's own ``LocalCluster``: the same job
+scripts and scaling, no queue): for a trial before submitting, and the tests.
+"""
+from .._validation import check_choice, check_int
+
+#: The cluster kinds: dask-jobqueue's class of each ("local": its LocalCluster).
+KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "lsf": "LSFCluster",
+         "sge": "SGECluster", "htcondor": "HTCondorCluster", "moab": "MoabCluster",
+         "oar": "OARCluster", "local": "LocalCluster"}
+#: A "local" job: one single-threaded worker process.
+LOCAL_JOB = {"cores": 1, "processes": 1, "memory": "2GiB"}
+
+
+def jobqueue_cluster(kind, **options):
+    """dask-jobqueue's cluster of ``kind``, configured but with no job submitted yet.
+
+    Parameters
+    ----------
+    kind : {"slurm", "pbs", "lsf", "sge", "htcondor", "moab", "oar", "local"}
+        The scheduler the jobs go to ("local": processes of this machine).
+    **options
+        Keyword arguments of the dask-jobqueue cluster class (``queue``,
+        ``account``, ``cores``, ``processes``, ``memory``, ``walltime``,
+        ``job_extra_directives``, ...); those not given come from the Dask
+        configuration.
+
+    Returns
+    -------
+    dask_jobqueue.JobQueueCluster
+        Its ``job_script()`` is what each job runs.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``, dask-jobqueue not installed, or a cluster the
+        configuration does not describe (dask-jobqueue's message, with where the
+        configuration goes).
+    """
+    check_choice("cluster", kind, tuple(KINDS))
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise ValueError("`cluster` needs dask-jobqueue; fix: pip install -e '.[cluster]' in "
+                         "the fastsd checkout") from None
+    if kind == "local":
+        from dask_jobqueue.local import LocalCluster as cls
+        options = {**LOCAL_JOB, **options}
+    else:
+        cls = getattr(dask_jobqueue, KINDS[kind])
+    try:
+        return cls(**options)
+    except ValueError as exc:
+        raise ValueError(f"`cluster` {kind!r} is not configured: {' '.join(str(exc).split())} "
+                         f"Give the jobs' cores, "
+                         f"processes (= cores: fastsd's workers use one thread), memory, "
+                         f"queue and walltime in ~/.config/dask/jobqueue.yaml under "
+                         f"jobqueue.{kind} (README, \"On a cluster\").") from None
+
+
+def jobqueue_client(kind, workers, **options):
+    """A Dask client on a dask-jobqueue cluster of ``workers`` worker processes.
+
+    Parameters
+    ----------
+    kind, **options
+        As ``jobqueue_cluster``.
+    workers : int
+        Worker processes to ask for (``cluster.scale(n=workers)``), >= 1; the
+        jobs are submitted now and the workers join as the queue starts them.
+
+    Returns
+    -------
+    distributed.Client
+        Its ``cluster`` is the cluster; its ``close()`` closes the cluster too.
+
+    Raises
+    ------
+    ValueError
+        As ``jobqueue_cluster``, and for ``workers`` < 1.
+    """
+    check_int("workers", workers, 1)
+    cluster = jobqueue_cluster(kind, **options)
+    from distributed import Client
+
+    class _ClusterClient(Client):
+        def close(self, *args, **kwargs):
+            try:
+                return super().close(*args, **kwargs)
+            finally:
+                cluster.close()
+
+    try:
+        cluster.scale(n=workers)
+        return _ClusterClient(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+
+
+__all__ = ["KINDS", "LOCAL_JOB", "jobqueue_client", "jobqueue_cluster"]
