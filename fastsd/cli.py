@@ -19,6 +19,7 @@ from .figures import FIGURES, REGISTRY
 from .params import BACKEND, CALIBRATE, LAZY_LIMIT, MLP, WALKERS
 from .scan import ScanError
 from .scan.cluster import KINDS as CLUSTER_KINDS
+from .scan.executors import NoWorkersError
 
 
 def _add_command(sub, name, summary, description, spec, func, *, json_help, quiet_help=None,
@@ -419,7 +420,8 @@ def main(argv=None):
     int
         0 on success, 1 when fastsd rejects a value, refuses a size that
         would not fit in memory (``SizeTooLargeError``: its message, naming
-        the option and the bytes) or cannot run the backend, and for a real
+        the option and the bytes), cannot run the backend or loses every Dask
+        worker for ``FASTSD_NO_WORKERS_TIMEOUT`` (finished cells kept), and for a real
         out-of-memory (advice naming the command's size options), 130 on
         Ctrl-C and 143 on SIGTERM (worker processes are stopped, finished
         cells kept). Bad usage exits with 2 through argparse.
@@ -439,7 +441,7 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (ValueError, TypeError, BackendUnavailableError, StoreLockedError, OSError,
-            ScanError, SizeTooLargeError) as exc:   # a size refused before allocating too
+            ScanError, NoWorkersError, SizeTooLargeError) as exc:  # a size refused too
         print(f"fastsd: error: {_option_spelling(str(exc), args._parser)}", file=sys.stderr)
         return 1
     except MemoryError:                     # a real out-of-memory

@@ -88,3 +88,19 @@ def test_a_scan_on_four_jobqueue_workers_loses_nothing_when_one_is_killed(tmp_pa
     for _, r in stored.iterrows():
         assert r["best_test_accuracy"] == serial[r["key"]]["best_test_accuracy"]
         assert r["history"]["train_loss"] == serial[r["key"]]["history"]["train_loss"]
+
+
+def test_the_cli_says_when_every_worker_is_gone_and_exits_1(tmp_path, monkeypatch, capsys):
+    from fastsd.cli import main
+    from fastsd.scan import executors
+
+    monkeypatch.setattr(executors, "NO_WORKERS_WARN", 0.5)
+    monkeypatch.setenv("FASTSD_NO_WORKERS_TIMEOUT", "1")
+    with distributed.LocalCluster(n_workers=0, processes=False,
+                                  dashboard_address=None) as cluster:    # no worker at all
+        code = main(["reproduce", "fig1c", "--quick", "--quiet", "--dask",
+                     cluster.scheduler_address, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert re.search(r"fastsd: error: no Dask worker for 1 s with \d+ group\(s\) left; the "
+                     r"finished cells are saved", err), err
