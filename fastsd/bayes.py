@@ -73,6 +73,7 @@ from ._json import strict_json
 from ._memory import Need, check_fits
 from ._pricing import predict
 from ._rng import seed_sequence
+from ._stats import stratified_accuracy_se
 from ._validation import check_array, check_choice, check_float, check_seed
 from .params import BAYES
 
@@ -276,10 +277,10 @@ class BayesAccuracy:
     accuracy : float
         Fraction of the ``n_test`` fresh test pairs classified correctly.
     stderr : float
-        Its standard error, sqrt(sum_c n_c p_c (1 - p_c)) / n over the two
-        classes c (same, different) with n_c pairs and accuracy p_c: the test
-        set is balanced by construction, so the class counts are fixed. It is
-        0 when both classes are classified perfectly.
+        Its standard error over the two classes c (same, different) with n_c
+        pairs and accuracy p_c, whose counts the balanced test set fixes:
+        sqrt(sum_c n_c^2 se_c^2) / n with se_c the Wilson half-width
+        (``fastsd._stats``), about sqrt(sum_c n_c p_c (1 - p_c)) / n and never 0.
     same_accuracy, different_accuracy : float
         Accuracy on the same pairs and on the different pairs (NaN when a
         class has no pair, i.e. n_test = 1).
@@ -382,9 +383,9 @@ def accuracy(task, prior, n_test, seed=None):
     n_same, n_diff = int(same.sum()), int((~same).sum())
     p_same = float(correct[same].mean()) if n_same else math.nan
     p_diff = float(correct[~same].mean()) if n_diff else math.nan
-    var = sum(n * p * (1.0 - p) for n, p in ((n_same, p_same), (n_diff, p_diff)) if n)
     return BayesAccuracy(
-        accuracy=float(correct.mean()), stderr=math.sqrt(var) / n_test,
+        accuracy=float(correct.mean()),
+        stderr=stratified_accuracy_se(((n_same, p_same), (n_diff, p_diff))),
         same_accuracy=p_same, different_accuracy=p_diff, n_test=n_test, prior=prior,
         d=d, L=task.L, sigma2=task.sigma2, seed=recorded_seed(seed),
         task_seed_entropy=int(task.seed_entropy))

@@ -79,6 +79,7 @@ from .. import __version__, _threads
 from .._json import strict_json
 from .._memory import Need, check_fits, default_max_bytes
 from .._rng import recorded_seed, seed_sequence, train_streams
+from .._stats import accuracy_se
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
 from ..params import LAZY_LIMIT
@@ -106,7 +107,8 @@ class LazyResult:
         Accuracy on fresh-symbol test pairs: of the solution (regression) or
         of the final state (flows).
     test_accuracy_se : float
-        Its standard error over the test pairs, sqrt(a (1 - a) / n_test).
+        Its standard error over the test pairs (``fastsd._stats.accuracy_se``: about
+        sqrt(a (1 - a) / n_test), never 0).
     best_test_accuracy : float
         The best accuracy over the evaluations (App. G.1's measure; each
         evaluation on its own fresh test set); equals ``test_accuracy`` for
@@ -374,7 +376,7 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
             config.pop(k)
     return LazyResult(
         method=method, test_accuracy=acc,
-        test_accuracy_se=math.sqrt(acc * (1.0 - acc) / n_test), best_test_accuracy=best,
+        test_accuracy_se=accuracy_se(acc, n_test), best_test_accuracy=best,
         n_test=n_test, n_train_pairs=P, n_same=int(same.sum()), n_diff=int(P - same.sum()),
         pair_selection=selection, solver=solver_cls.name, solver_info=info, history=history,
         predictions=preds, config=config, wall_time=time.perf_counter() - start)

@@ -1,8 +1,8 @@
 """Evaluate any two-layer ReLU network given as ``Params``: trained, initial or hand-built."""
-import math
 
 import numpy as np
 
+from .._stats import accuracy_se
 from .._validation import check_array, check_float, check_int, check_seed
 from . import _reference
 from .model import Params
@@ -71,7 +71,8 @@ def accuracy(params, task, *, n_test=10000, seed=None, scale=1.0, initial=None):
     -------
     dict
         "accuracy", "same_accuracy", "different_accuracy" and their standard
-        errors "*_se" (binomial, sqrt(p (1 - p) / n)), and "n_test".
+        errors "*_se" (``fastsd._stats.accuracy_se``: about sqrt(p (1 - p) / n),
+        never 0), and "n_test".
 
     Raises
     ------
@@ -87,5 +88,5 @@ def accuracy(params, task, *, n_test=10000, seed=None, scale=1.0, initial=None):
                        ("different_accuracy", y < 0.5)):
         p = float(correct[mask].mean())
         out[name] = p
-        out[name + "_se"] = math.sqrt(p * (1 - p) / mask.sum())
+        out[name + "_se"] = accuracy_se(p, int(mask.sum()))
     return out
