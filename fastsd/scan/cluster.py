@@ -82,7 +82,8 @@ def jobqueue_client(kind, workers, **options):
     Returns
     -------
     distributed.Client
-        Its ``cluster`` is the cluster; its ``close()`` closes the cluster too.
+        Its ``cluster`` is the cluster, ``planned_workers`` the workers asked for;
+        its ``close()`` closes the cluster too.
 
     Raises
     ------
@@ -102,10 +103,12 @@ def jobqueue_client(kind, workers, **options):
 
     try:
         cluster.scale(n=workers)
-        return _ClusterClient(cluster)
+        client = _ClusterClient(cluster)
     except BaseException:
         cluster.close()
         raise
+    client.planned_workers = workers       # before they join: the scan plans for them
+    return client
 
 
 __all__ = ["KINDS", "LOCAL_JOB", "jobqueue_client", "jobqueue_cluster"]

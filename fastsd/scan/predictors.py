@@ -49,6 +49,10 @@ class Predictor:
     #: Result fields of a record that are numbers (or null): what the figures read. A stored
     #: record where one is not is no cell of this predictor (``fastsd.scan.runner.cell_records``).
     numbers = ()
+    #: Whether a group may be run as smaller groups with the same records (a lockstep
+    #: ensemble whose models' numbers do not depend on it): the scan splits the groups that
+    #: would set its critical path on many workers (``fastsd.scan.runner``).
+    splittable = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -137,6 +141,7 @@ class MLPPredictor(Predictor):
 
     name = "mlp"
     numbers = ("best_test_accuracy", "final_test_accuracy")
+    splittable = True       # train_ensemble: a model's numbers are its own
     spec = MLP
 
     def validate(self, settings):
@@ -198,6 +203,7 @@ class MLPImagePredictor(Predictor):
 
     name = "mlp_image"
     numbers = ("best_test_accuracy", "final_test_accuracy")
+    splittable = True       # train_ensemble: a model's numbers are its own
     required = ("task", "L", "gamma", "width", "steps")
     _SHARED = ("L", "gamma", "seed", *TRAINING, "task_seed")    # declared in fastsd.params.MLP
     defaults = {**MLP.defaults(_SHARED), "patch": None, "n_patches": None,

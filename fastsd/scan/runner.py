@@ -12,7 +12,7 @@ from .._json import strict_json
 from .._validation import check_choice, check_int
 from ..store import ResultStore, skipped_lines
 from .._threads import cpu_count
-from .executors import check_executor, submit_groups
+from .executors import check_executor, is_dask_client, submit_groups
 from .grid import Grid
 from .mainguard import workers_unavailable
 from .predictors import PREDICTORS, get_predictor
@@ -188,24 +188,50 @@ def _prepared_cells(grid, pred):
     return cells
 
 
-def _pending_groups(pred, cells, done, target, dtype):
+def _pending_groups(pred, cells, done, target, dtype, workers=1):
     """The groups of the cells not in ``done``, largest first, and each one's work.
 
     A group is a list of (key, coords, prepared settings). Its work is the
     predictor's predicted seconds on one thread (``Predictor.seconds``), or,
-    where it has no model, the sum of its cells' relative costs.
+    where it has no model, the sum of its cells' relative costs. On ``workers``
+    > 1, a ``splittable`` predictor's groups that would set the critical path
+    are halved (``_split_long``).
     """
     groups = {}
     for key, (coords, prepared) in cells.items():
         if key not in done:
             groups.setdefault(pred.group_key(prepared, target), []).append(
                 (key, coords, prepared))
-    work = {}
-    for k, g in groups.items():
-        seconds = pred.seconds([p for _, _, p in g], target, dtype)
-        work[k] = seconds if seconds is not None else sum(pred.cost(p) for _, _, p in g)
-    order = sorted(groups, key=lambda k: -work[k])
-    return [groups[k] for k in order], [work[k] for k in order]
+    items = [(_work(pred, g, target, dtype), g) for g in groups.values()]
+    if pred.splittable and workers > 1:
+        items = _split_long(pred, items, workers, target, dtype)
+    items.sort(key=lambda item: -item[0])
+    return [g for _, g in items], [w for w, _ in items]
+
+
+def _work(pred, group, target, dtype):
+    seconds = pred.seconds([p for _, _, p in group], target, dtype)
+    return seconds if seconds is not None else sum(pred.cost(p) for _, _, p in group)
+
+
+def _split_long(pred, items, workers, target, dtype):
+    """Halve the longest group of two cells or more while it takes longer than all the work
+    over ``workers`` (the wall time of a perfect share): it would set the critical path.
+
+    Splitting loses what the group's models share (on the CPU, their test sets and
+    batches) and changes no record: each model of a ``train_ensemble`` gives the numbers
+    it gives alone. ``items`` are (work, group) pairs; returns them, split.
+    """
+    items = list(items)
+    while True:
+        many = [k for k in range(len(items)) if len(items[k][1]) > 1]
+        i = max(many, key=lambda k: items[k][0], default=None)
+        if i is None or items[i][0] <= sum(x for x, _ in items) / workers:
+            return items
+        g = items[i][1]
+        half = len(g) // 2
+        items[i:i + 1] = [(_work(pred, part, target, dtype), part)
+                          for part in (g[:half], g[half:])]
 
 
 def predicted_wall(seconds, workers):
@@ -217,6 +243,20 @@ def predicted_wall(seconds, workers):
     return max(finish)
 
 
+def _workers_of(executor, target):
+    """The groups ``executor`` runs at once: one a core with local processes on the CPU, one
+    in this process or on the GPU, a pool's workers, a Dask cluster's worker threads (or the
+    workers it was asked for: ``planned_workers``, ``fastsd.scan.cluster``)."""
+    if executor == "serial" or traits(target).one_process:
+        return 1
+    if executor is None:
+        return cpu_count()
+    if is_dask_client(executor):
+        planned = getattr(executor, "planned_workers", None)
+        return max(planned or 0, sum(executor.nthreads().values()), 1)
+    return getattr(executor, "_max_workers", 1)
+
+
 def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads, progress):
     """The part of ``run`` after validation, with the store locked: compute what is missing."""
     fresh = store.grid_signature() is None
@@ -224,7 +264,8 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     store.bind(grid.signature(pred.name), pred.defaults)
 
     done = {r["key"] for r in cell_records(store, pred)}
-    groups, work = _pending_groups(pred, cells, done, target, dtype)
+    groups, work = _pending_groups(pred, cells, done, target, dtype,
+                                   _workers_of(executor, target))
     jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
     n_done = len(cells) - sum(len(g) for g in groups)
     if executor is None and jobs:
@@ -400,7 +441,7 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     store.check_writable(create=False)      # as run would, making nothing
     store.check_binding(grid.signature(pred.name), pred.defaults)
     done = {r["key"] for r in cell_records(store, pred)}
-    groups, _ = _pending_groups(pred, cells, done, target, dtype)
+    groups, _ = _pending_groups(pred, cells, done, target, dtype, workers or 1)
     settings = [[p for _, _, p in g] for g in groups]
     seconds = tuple(pred.seconds(g, target, dtype) for g in settings)
     known = {}
