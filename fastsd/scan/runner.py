@@ -278,7 +278,7 @@ def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads
     # The bar counts predicted work (seconds on one thread, where the predictor has a model),
     # so that its percentage and tqdm's time left follow the time, not the cell count.
     modelled = bool(jobs) and pred.seconds(jobs[0][1], target, dtype) is not None
-    workers = 1 if executor == "serial" else cpu_count()
+    workers = _workers_of(executor, target)
     first = (f"; predicted {_progress.clock(predicted_wall(work, workers))} on {workers} worker"
              f"{'s' * (workers > 1)}" if modelled and executor in (None, "serial") else "")
     with _progress.bar(progress, total=sum(work) if jobs else 1, initial=0 if jobs else 1,
@@ -431,17 +431,16 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     target = target_backend(backend)
     if workers is not None:
         workers = check_int("workers", workers, 1)
-    elif executor == "serial" or (executor is None and traits(target).one_process):
-        workers = 1
-    elif executor is None:
-        workers = cpu_count()
+    elif executor in (None, "serial"):         # another executor's wall time is not predicted
+        workers = _workers_of(executor, target)
     store = _as_store(store)
     cells = _prepared_cells(grid, pred)
     _check_stored_settings(store, pred)
     store.check_writable(create=False)      # as run would, making nothing
     store.check_binding(grid.signature(pred.name), pred.defaults)
     done = {r["key"] for r in cell_records(store, pred)}
-    groups, _ = _pending_groups(pred, cells, done, target, dtype, workers or 1)
+    groups, _ = _pending_groups(pred, cells, done, target, dtype,   # split as run splits
+                                workers or _workers_of(executor, target))
     settings = [[p for _, _, p in g] for g in groups]
     seconds = tuple(pred.seconds(g, target, dtype) for g in settings)
     known = {}
