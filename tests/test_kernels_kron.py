@@ -124,6 +124,31 @@ def test_drawn_symbols_with_duplicates_and_near_collinear_pairs(data):
         np.linalg.norm(c)
 
 
+@pytest.mark.parametrize("kind", ["one-hot", "orthonormal", "duplicates", "zero-padded"])
+def test_an_exactly_low_rank_kernel_ends_after_a_few_rows_and_meets_its_bound(kind):
+    """One-hot, orthonormal and repeated symbols give a rearranged kernel of exact low
+    rank, so every row after the first terms has a zero (or rounding-level) residual;
+    the cross approximation used to walk all L^2 rows of it (L = 64: 4354 exact rows)."""
+    L = 48
+    rng = np.random.default_rng(7)
+    if kind == "one-hot":
+        S = np.eye(L)
+    elif kind == "orthonormal":
+        S = np.linalg.qr(rng.standard_normal((L, L)))[0]
+    elif kind == "duplicates":                      # 6 distinct symbols, each 8 times
+        S = np.repeat(rng.standard_normal((6, 16)) / 4.0, 8, axis=0)
+    else:                                           # one-hot in d = 3 L, rows scaled
+        S = np.hstack([np.eye(L), np.zeros((L, 2 * L))]) * 1.5
+    kernel = pair_kernel(S, "cpu")
+    op = kron(kernel)
+    rec = op.record()
+    assert rec["kron_build_rows"] < L * L / 2, rec        # the walk took L^2 + 2 terms + probes
+    K = kernel.matrix()
+    err, Kh = relative_error(op, K)
+    assert err <= rec["kron_error_bound"] <= DEFAULT_RTOL
+    np.testing.assert_allclose(np.diag(Kh), np.diag(K), rtol=1e-13, atol=0)
+
+
 @pytest.mark.parametrize("d, L, kernel", [(8, 12, "ntk"), (32, 16, "ntk"), (32, 16, "nngp")])
 @pytest.mark.parametrize("method", ["logistic_flow", "logistic_sgd", "regression"])
 def test_lazy_limit_with_kron_gives_the_dense_logits_and_accuracies(method, d, L, kernel):
@@ -248,3 +273,35 @@ def test_bad_requests_fail_early_with_the_parameter_named():
                                                  r"`kernel_tol` = 1e-10"):
         factorise(pair_kernel(task.symbols), 1e-10, cap=2)
 
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.integers(2, 64), L=st.integers(2, 12), seed=st.integers(0, 2 ** 32 - 1),
+       kind=st.sampled_from(["ntk", "nngp"]),
+       how=st.sampled_from(["equal", "scaled", "near", "half-equal"]),
+       backend=st.sampled_from(["numpy", "cpu"]))
+def test_test_logits_at_and_near_training_pairs_match_the_closed_form_on_the_vectors(
+        d, L, seed, kind, how, backend):
+    """A test pair equal (or collinear, or within 1e-9) to a training pair: the dot-product
+    formula puts rho a rounding error from 1 and sin t ~1e-8 off; the test path refines
+    those entries from the vectors as ``ntk()`` does (was 3e-8 relative per entry)."""
+    from fastsd.kernels.arccos import nngp, ntk
+    rng = np.random.default_rng(seed)
+    S = rng.standard_normal((L, d)) / np.sqrt(d) * np.exp(rng.uniform(-1, 1, (L, 1)))
+    kernel = pair_kernel(S, backend, kind=kind)
+    u, v = rng.integers(L, size=20), rng.integers(L, size=20)
+    x = np.concatenate([S[u], S[v]], axis=1)
+    if how == "scaled":
+        x *= rng.uniform(0.3, 3.0, size=(20, 1))
+    elif how == "near":
+        x += 1e-9 * rng.standard_normal(x.shape) / np.sqrt(d)
+    elif how == "half-equal":                       # only the first item is a symbol
+        x[:, d:] = rng.standard_normal((20, d)) / np.sqrt(d)
+    X = np.concatenate([S[kernel.u], S[kernel.v]], axis=1)
+    c = rng.standard_normal(L * L)
+    want = (ntk if kind == "ntk" else nngp)(x, X) @ c
+    scale = np.abs((ntk if kind == "ntk" else nngp)(x, X)).max() * np.abs(c).sum()
+    got = Logits(kernel, x).logits(c)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-14 * scale)
+    structured, _ = cross_logits(kernel, x, c)      # the kron solver's test path
+    np.testing.assert_allclose(structured, want, rtol=0, atol=1e-9 * scale)

@@ -75,6 +75,37 @@ def _combine(pos, nn, rho, pit, sint, xp):
     return k0, k1, ntk
 
 
+def _kahan(xh, yh, xp):
+    """(rho, pi - t, sin t) of paired unit rows from t = 2 atan2(|x^ - y^|, |x^ + y^|)."""
+    a = xp.sqrt(xp.sum((xh - yh) ** 2, axis=1))     # 2 sin(t/2)
+    b = xp.sqrt(xp.sum((xh + yh) ** 2, axis=1))     # 2 cos(t/2)
+    h2 = xp.where(a * a + b * b > 0, a * a + b * b, 1.0)
+    return (b * b - a * a) / h2, 2.0 * xp.arctan2(b, a), 2.0 * a * b / h2
+
+
+def paired_kernels(X, Y, nn, xp=np):
+    """k0, k1, ntk of the row pairs (X[i], Y[i]), the angle from the vectors (Kahan's formula).
+
+    For nearly collinear pairs, where a cosine from dot products misses +-1 by
+    a rounding error and sin t = sqrt(1 - rho^2) is off by ~1e-8.
+
+    Parameters
+    ----------
+    X, Y : arrays (n, p), float64
+    nn : array (n,)
+        |x_i| |y_i| as the caller forms it (so the result differs from its own
+        dot-product kernel only in the angle).
+
+    Returns
+    -------
+    k0, k1, ntk : arrays (n,)
+    """
+    U, nx = _unit_rows(X, xp)
+    V, ny = _unit_rows(Y, xp)
+    rho, pit, sint = _kahan(U, V, xp)
+    return _combine((nx > 0) & (ny > 0), nn, rho, pit, sint, xp)
+
+
 def _unit_rows(X, xp):
     """Rows scaled to unit length (zero rows stay zero) and their norms, without overflow."""
     X = xp.asarray(X, dtype=xp.float64)
@@ -126,13 +157,7 @@ class ArrayKernels:
         rho, pit, sint = _trig(X @ Y.T, xp)
         i, j = xp.nonzero(pos & (xp.abs(rho) > 1.0 - REFINE))
         if i.size:
-            xh, yh = X[i], Y[j]
-            a = xp.sqrt(xp.sum((xh - yh) ** 2, axis=1))     # 2 sin(t/2)
-            b = xp.sqrt(xp.sum((xh + yh) ** 2, axis=1))     # 2 cos(t/2)
-            h2 = a * a + b * b
-            rho[i, j] = (b * b - a * a) / h2
-            pit[i, j] = 2.0 * xp.arctan2(b, a)
-            sint[i, j] = 2.0 * a * b / h2
+            rho[i, j], pit[i, j], sint[i, j] = _kahan(X[i], Y[j], xp)
         return _combine(pos, nn, rho, pit, sint, xp)
 
     def pair_kernel(self, T1, r1, T2, r2, rn2, c1, c2, cn2, kind="ntk"):

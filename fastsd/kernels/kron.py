@@ -122,6 +122,8 @@ BYTES_PER_TERM = 32
 TEST_CROSS_MIN_L = 384
 #: Terms the test blocks' buffers start with (about 10-20 are used at d = 256).
 TEST_TERMS = 24
+#: Random rows the cross approximation tries after a pivot row found exact (``_ACA.run``).
+SAMPLE = 8
 #: Rounds of ACA continuation after a failed probe.
 _ROUNDS = 6
 
@@ -173,9 +175,9 @@ class _Rows:
 class _ACA:
     """Adaptive cross approximation with partial pivoting of the symmetric R, resumable."""
 
-    def __init__(self, rows, cap, step):
+    def __init__(self, rows, cap, step, rng):
         xp = rows.xp
-        self.rows, self.xp, self.cap, self.step = rows, xp, cap, step
+        self.rows, self.xp, self.cap, self.step, self.rng = rows, xp, cap, step, rng
         M = rows.L * rows.L
         self.M = M
         self.A = xp.empty((min(cap, 16), M))
@@ -196,6 +198,15 @@ class _ACA:
     def run(self, start, tol):
         """Add terms from pivot row ``start`` until two consecutive ones are below tol ||R||_F.
 
+        A pivot row whose residual is already below tol times the rows' RMS norm
+        sqrt(||R||_F^2 / M) (exactly zero in an exactly low-rank R: one-hot,
+        orthonormal or repeated symbols) adds no term; ``SAMPLE`` random unused
+        rows are then tried, the one of largest residual is the next pivot, and
+        when all of them are exact to the tolerance the approximation stops
+        (the error probe of ``factorise`` checks the stop). So an exactly
+        low-rank R ends after about its rank in terms instead of walking all
+        M rows.
+
         Returns False when the cap on terms is reached first (or the rows run out).
         """
         xp = self.xp
@@ -205,7 +216,7 @@ class _ACA:
             if self.used.all():
                 return True                     # every row is interpolated: exact
             if self.used[i]:
-                i = int(np.flatnonzero(~self.used)[0])
+                i = self._fresh()
             if self.k >= self.cap:
                 return False
             if self.k == self.A.shape[0]:
@@ -218,8 +229,10 @@ class _ACA:
             self.used[i] = True
             j = int(xp.argmax(xp.abs(r)))
             delta = float(r[j])
-            if delta == 0.0:                    # the row is already exact
-                i = int(np.flatnonzero(~self.used)[0]) if not self.used.all() else i
+            if self._exact(r, tol):
+                i = self._sample(tol)           # the row is exact to the tolerance: no term
+                if i is None:
+                    return True
                 continue
             b = r / delta
             a = self.rows(j)                    # column j of R is row j (R = R^T)
@@ -237,6 +250,30 @@ class _ACA:
             score = xp.abs(a)
             score[xp.asarray(self.used)] = -1.0
             i = int(xp.argmax(score))
+
+    def _fresh(self):
+        """A random row not yet used as a pivot (the caller checks that one is left)."""
+        free = np.flatnonzero(~self.used)
+        return int(free[self.rng.integers(len(free))])
+
+    def _exact(self, r, tol):
+        """Whether a residual row is below ``tol`` times the rows' RMS norm (or zero)."""
+        rr = float(r @ r)
+        return rr == 0.0 or rr * self.M <= tol * tol * self.frob2
+
+    def _sample(self, tol):
+        """Of ``SAMPLE`` random unused rows, the one of largest residual; None when all
+        are exact to the tolerance (or no row is left)."""
+        free = np.flatnonzero(~self.used)
+        best, most = None, 0.0
+        k = self.k
+        for i in self.rng.choice(free, size=min(SAMPLE, len(free)), replace=False):
+            r = self.rows(int(i))
+            if k:
+                r = r - self.A[:k, i] @ self.B[:k]
+            if not self._exact(r, tol) and float(r @ r) > most:
+                best, most = int(i), float(r @ r)
+        return best
 
 
 def _recompress(xp, A, B, tol):
@@ -356,7 +393,7 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0, step=lam
     L = rows.L
     M = L * L
     rng = np.random.default_rng(seed)
-    aca = _ACA(rows, cap, step)
+    aca = _ACA(rows, cap, step, rng)
     n = rows.n
     diag = xp.arange(L) * (L + 1)                 # index (u, u) in R's row numbering
     pivot, tol, exact = int(xp.argmax(n)) * (L + 1), rtol / 10.0, False
@@ -523,7 +560,8 @@ def cross_logits(kernel, x, c, rtol=DEFAULT_RTOL, *, probes=4):
     Returns
     -------
     logits : ndarray (n,)
-        NumPy.
+        NumPy; entries nearly collinear with a training pair corrected as in
+        ``fastsd.kernels.pairs.Logits``.
     error : float
         The largest relative Frobenius error ||F~_i - F_i|| / ||F_i|| over the
         probed blocks (so |logit error_i| <= error_i ||F_i||_F ||C||_F).
@@ -549,7 +587,7 @@ def cross_logits(kernel, x, c, rtol=DEFAULT_RTOL, *, probes=4):
             gap = xp.linalg.norm((blocks.blocks(r) - exact).reshape(len(idx), -1), axis=1)
             size = xp.linalg.norm(exact.reshape(len(idx), -1), axis=1)
             error = float(xp.max(gap / xp.where(size > 0, size, 1.0)))
-    return kernel.backend.to_host(xp.concatenate(out)), error
+    return lg.refine(kernel.backend.to_host(xp.concatenate(out)), c), error
 
 
 @register_solver("kron", auto_rank=1)

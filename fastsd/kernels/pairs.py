@@ -191,6 +191,14 @@ class PairKernel:
 class Logits:
     """Logits at test pairs x = (t1; t2) from the test items' dot products with the symbols.
 
+    Entries where a test pair is nearly collinear with a training pair (rho >
+    1 - ``REFINE``, above all a test pair equal to a training pair) get their
+    angle from the vectors (Kahan's formula), as ``fastsd.kernels.arccos``
+    does: from dot products alone, rho misses 1 by a rounding error and
+    sin t = sqrt(1 - rho^2) by about 1e-8. Those entries are found from the
+    items' cosines with the symbols (``near_pairs``) and corrected after the
+    matrix-free product.
+
     Parameters
     ----------
     kernel : PairKernel
@@ -207,11 +215,92 @@ class Logits:
         self.n2 = xp.sum(t1 * t1, axis=1) + xp.sum(t2 * t2, axis=1)
         self.r = xp.arange(x.shape[0])
         self.kernel = kernel
+        self.near, self.near_gap = near_pairs(kernel, x, self.T1, self.T2, self.n2)
 
     def logits(self, c):
         """f~(x) = sum_q c_q k(x, x_q) at the test pairs, a NumPy array (n,)."""
         k = self.kernel
-        return k.backend.to_host(k.apply(self.T1, self.r, self.T2, self.r, self.n2, c))
+        f = k.backend.to_host(k.apply(self.T1, self.r, self.T2, self.r, self.n2, c))
+        return self.refine(f, c)
+
+    def refine(self, f, c):
+        """Add the near-collinear entries' correction (refined minus dot-product kernel) to
+        the logits ``f`` (NumPy, n) of coefficients ``c``; returns ``f``."""
+        if len(self.near[0]):
+            i, p = self.near
+            np.add.at(f, i, self.near_gap * self.kernel.backend.to_host(c)[p])
+        return f
+
+
+def near_pairs(kernel, x, T1, T2, n2):
+    """Test-training entries with rho > 1 - ``REFINE``, and their kernel's correction.
+
+    rho = (a alpha c1 + b beta c2) / (|x| |x_p|) with a, b the test items' norms,
+    alpha, beta the symbols' and c1, c2 their cosines; since |x| |x_p| >=
+    a alpha + b beta, 1 - rho >= w (1 - c1) + (1 - w) (1 - c2) with w = a alpha /
+    (a alpha + b beta), so only symbols u with a alpha_u (1 - c1) < REFINE (a alpha_u
+    + b max alpha) (and likewise v) can be part of such an entry: a few per test
+    pair, none for fresh symbols.
+
+    Returns
+    -------
+    (i, p) : int ndarrays (k,)
+        Test pair and training pair of each entry.
+    gap : ndarray (k,)
+        The kernel from the vectors (Kahan's angle) minus the kernel from the dot
+        products (what the products use), float64.
+    """
+    from ._reference import REFINE, paired_kernels
+    be = kernel.backend
+    host = be.to_host
+    L, d = kernel.S.shape
+    xh = host(x)
+    T1h, T2h, n2h = host(T1), host(T2), host(n2)
+    alpha = np.sqrt(np.maximum(host(be.xp.diag(kernel.G)), 0.0))
+    a = np.sqrt(np.einsum("ij,ij->i", xh[:, :d], xh[:, :d]))
+    b = np.sqrt(np.einsum("ij,ij->i", xh[:, d:], xh[:, d:]))
+    amax = float(alpha.max(initial=0.0))
+    slack = 2.0 * REFINE                    # the cosines are rounded too
+
+    def candidates(T, own, other):
+        aa = own[:, None] * alpha[None, :]
+        return aa - T < slack * (aa + other[:, None] * amax)     # aa (1 - c) < ...
+
+    U, V = candidates(T1h, a, b), candidates(T2h, b, a)
+    rows = np.flatnonzero(U.any(axis=1) & V.any(axis=1))
+    if not len(rows):
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64)), np.zeros(0)
+    S = host(kernel.S)
+    u_tr, v_tr = host(kernel.u), host(kernel.v)
+    keys = u_tr * L + v_tr
+    order = np.argsort(keys, kind="stable")
+    skeys = keys[order]
+    ii, pp = [], []
+    for i in rows:
+        uu, vv = np.flatnonzero(U[i]), np.flatnonzero(V[i])
+        want = (uu[:, None] * L + vv[None, :]).ravel()
+        lo, hi = np.searchsorted(skeys, want, "left"), np.searchsorted(skeys, want, "right")
+        for s, e in zip(lo, hi):
+            pp.extend(order[s:e])
+            ii.extend([i] * (e - s))
+    i, p = np.asarray(ii, np.int64), np.asarray(pp, np.int64)
+    n2p = host(kernel.n2)[p]
+    dot = T1h[i, u_tr[p]] + T2h[i, v_tr[p]]
+    nn = np.sqrt(n2h[i] * n2p)
+    keep = (nn > 0) & (dot > (1.0 - REFINE) * nn)
+    i, p, dot, nn, n2p = i[keep], p[keep], dot[keep], nn[keep], n2p[keep]
+    if not len(i):
+        return (i, p), np.zeros(0)
+    y = np.concatenate([S[u_tr[p]], S[v_tr[p]]], axis=1)
+    refined = paired_kernels(xh[i], y, nn)[_kind_index(kernel.kind)]
+    gram = host(be.kernel_entries(be.xp.asarray(dot[:, None]), be.xp.asarray(n2h[i]),
+                                  be.xp.asarray(n2p[:, None]), kernel.kind))[:, 0]
+    return (i, p), refined - gram
+
+
+def _kind_index(kind):
+    from ._reference import KINDS
+    return KINDS[kind]
 
 
 def accuracy(op, c, x, y):
