@@ -52,7 +52,12 @@ product would give), beside the dense kernel's own float32 product error.
     python bench/bench_kron.py [--d 256] [--L 16 64 128 256 512] [--dense-max-L 128]
                                [--steps 25000] [--repeats 1] [--product-L 128 256]
                                [--estimate-L 1024] [--quick] [--accuracy]
-                               [--backend cpu|cuda|numpy] [--crossover]
+                               [--backend cpu|cuda|numpy] [--crossover] [--dtypes]
+
+``--dtypes`` prints instead float32 against float64 Kronecker products
+(``lazy_limit(dtype=...)``) at ``--L`` (default 256, 512): one product's time,
+the whole flow's, the recorded product error, the largest logit difference
+relative to the largest logit, and whether the accuracy histories are equal.
 
 Prints the tables and appends JSON lines to ``bench/out/bench_kron.jsonl``.
 It asserts nothing about speed.
@@ -149,6 +154,75 @@ def _products_child(q, d, L, cg, kron_reps):
         q.put({"error": f"{type(exc).__name__}: {exc}"})
 
 
+def _dtype_child(q, d, L, dtype, steps):
+    """Solver "kron" with float64 or float32 products: one product (best of 5, one BLAS
+    thread) and the whole flow (``lazy_limit(dtype=...)``), in this spawned process."""
+    from fastsd import SameDifferent
+    from fastsd.kernels import lazy_limit
+    from fastsd.kernels.backend import KERNELS
+    from fastsd.kernels.kron import KronSolver
+    from fastsd.kernels.pairs import PairKernel, choose_pairs
+    from fastsd.kernels.solvers import SolveSize
+    try:
+        _, ops = KERNELS.load("cpu")
+        lazy_limit(SameDifferent(d=4, L=4, seed=0), solver="kron", dtype=dtype, steps=20,
+                   eval_every=10, n_test=8, backend="cpu")            # warm-up
+        task = SameDifferent(d=d, L=L, seed=0)
+        u, v, _ = choose_pairs(L, "all", 0)
+        kernel = PairKernel(ops, np.asarray(task.symbols, np.float64), u, v)
+        op = KronSolver(kernel, SolveSize(P=L * L, L=L, all_pairs=True, max_bytes=8 << 30,
+                                          dtype=dtype))
+        c = np.random.default_rng(0).standard_normal(L * L)
+        best = math.inf
+        with op.threads():
+            for _ in range(5):
+                t0 = time.perf_counter()
+                op @ c
+                best = min(best, time.perf_counter() - t0)
+        xt, _ = task.sample_test(N_PRED, seed=99)
+        t0 = time.perf_counter()
+        r = lazy_limit(task, solver="kron", dtype=dtype, steps=steps, seed=1, test_x=xt,
+                       backend="cpu")
+        q.put({"product_s": best, "flow_s": time.perf_counter() - t0,
+               "solver_info": r.solver_info, "history": r.history["test_accuracy"],
+               "predictions": r.predictions.tolist()})
+    except Exception as exc:  # noqa: BLE001 - reported in the table
+        q.put({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def dtype_table(d, Ls, steps, repeats):
+    """float32 against float64 Kronecker products, side by side (issue 28 item 5)."""
+    print(f"solver 'kron', d = {d}, flow of {steps} steps, one BLAS thread for the product; "
+          f"best of {repeats} (interleaved, spawned processes)")
+    print(f"{'L':>5} {'R':>4} {'product f64 s':>13} {'f32 s':>8} {'ratio':>6} {'flow f64 s':>10} "
+          f"{'f32 s':>8} {'ratio':>6} {'product err':>11} {'logit diff':>10} {'same hist':>9}")
+    rows = []
+    for L in Ls:
+        runs = {"float64": [], "float32": []}
+        for _ in range(repeats):
+            for dtype in runs:
+                runs[dtype].append(_in_child(_dtype_child, d, L, dtype, steps))
+        bad = [r["error"] for rs in runs.values() for r in rs if "error" in r]
+        if bad:
+            print(f"{L:>5} failed: {bad[0]}")
+            continue
+        best = {k: {"product_s": min(r["product_s"] for r in rs),
+                    "flow_s": min(r["flow_s"] for r in rs), **rs[0]} for k, rs in runs.items()}
+        a, b = best["float64"], best["float32"]
+        fa, fb = np.array(a["predictions"]), np.array(b["predictions"])
+        diff = float(np.max(np.abs(fa - fb)) / np.max(np.abs(fa)))
+        same = a["history"] == b["history"]
+        print(f"{L:>5} {a['solver_info']['kron_terms']:>4} {a['product_s']:13.4f} "
+              f"{b['product_s']:8.4f} {a['product_s'] / b['product_s']:6.2f} {a['flow_s']:10.1f} "
+              f"{b['flow_s']:8.1f} {a['flow_s'] / b['flow_s']:6.2f} "
+              f"{b['solver_info']['kron_product_error']:11.1e} {diff:10.1e} {str(same):>9}")
+        rows.append({"table": "dtype", "L": L, "d": d, "steps": steps, "repeats": repeats,
+                     "float64": {k: v for k, v in a.items() if k != "predictions"},
+                     "float32": {k: v for k, v in b.items() if k != "predictions"},
+                     "logit_rel_diff": diff, "same_history": same})
+    return rows
+
+
 def accuracy_table(Ls=(8, 16, 32, 64), ds=(8, 32, 256)):
     """Rows of the ``--accuracy`` table: structured products against the dense kernel."""
     import copy
@@ -230,9 +304,19 @@ def main():
     ap.add_argument("--crossover", action="store_true",
                     help="only dense against kron where solver='auto' chooses (d = 8, 32, 256; "
                          "L = 32..96; flow and regression)")
+    ap.add_argument("--dtypes", action="store_true",
+                    help="instead: float32 against float64 products and flows at --L "
+                         "(default 256 512), side by side")
     ap.add_argument("--accuracy", action="store_true",
                     help="only the products' accuracy table (L = 8..64, d = 8, 32, 256)")
     args = ap.parse_args()
+    if args.dtypes:
+        Ls = args.L if args.L != ap.get_default("L") else [256, 512]
+        rows = [dict(r, machine=machine_info()) for r in
+                dtype_table(args.d, Ls, args.steps, args.repeats)]
+        with open(args.out, "a") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
+        return
     if args.crossover:
         print(f"CPU: {machine_info().get('cpu_model')}; {args.steps} flow steps, best of "
               f"{args.repeats}, backend {args.backend}")

@@ -291,8 +291,9 @@ class BayesAccuracy:
     seed : int or None
         The seed of the test pairs (the fresh entropy for ``seed=None``;
         None when a Generator or a spawned SeedSequence was passed).
-    task_seed_entropy : int
-        The task's symbol seed, which rebuilds its training symbols.
+    task_seed_entropy : int or None
+        The task's symbol seed, which rebuilds its training symbols (None for
+        given symbols, ``SameDifferent.from_symbols``).
     """
 
     accuracy: float
@@ -305,7 +306,7 @@ class BayesAccuracy:
     L: int
     sigma2: float
     seed: object
-    task_seed_entropy: int
+    task_seed_entropy: object
 
     def to_record(self):
         """Return a strict-JSON dict: every field, plus ``kind`` ("bayes") and ``version``.
@@ -363,6 +364,7 @@ def accuracy(task, prior, n_test, seed=None):
     """
     from ._rng import recorded_seed
     from .tasks import SameDifferent
+    from .tasks.base import task_identity
 
     if not isinstance(task, SameDifferent):
         raise TypeError(f"`task` must be a fastsd.tasks.SameDifferent; got {task!r}.")
@@ -388,7 +390,7 @@ def accuracy(task, prior, n_test, seed=None):
         stderr=stratified_accuracy_se(((n_same, p_same), (n_diff, p_diff))),
         same_accuracy=p_same, different_accuracy=p_diff, n_test=n_test, prior=prior,
         d=d, L=task.L, sigma2=task.sigma2, seed=recorded_seed(seed),
-        task_seed_entropy=int(task.seed_entropy))
+        task_seed_entropy=task_identity(task)["task_seed_entropy"])
 
 
 def memory_bytes(d, L, n_test, prior):

@@ -305,3 +305,28 @@ def test_test_logits_at_and_near_training_pairs_match_the_closed_form_on_the_vec
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-14 * scale)
     structured, _ = cross_logits(kernel, x, c)      # the kron solver's test path
     np.testing.assert_allclose(structured, want, rtol=0, atol=1e-9 * scale)
+
+
+def test_float32_products_are_within_their_recorded_error_and_give_the_same_flow():
+    """lazy_limit(dtype="float32"): factors and products in float32 (issue 28 item 5); the
+    measured product error is recorded, the flow's logits stay within it of float64's."""
+    task = SameDifferent(d=64, L=40, seed=2)
+    xt, _ = task.sample_test(200, seed=1)
+    kw = dict(test_x=xt, n_test=256, seed=3, backend="cpu", steps=3000, solver="kron")
+    f64 = lazy_limit(task, **kw)
+    f32 = lazy_limit(task, dtype="float32", **kw)
+    i32, i64 = f32.solver_info, f64.solver_info
+    assert (i32["kron_dtype"], i64["kron_dtype"]) == ("float32", "float64")
+    assert "kron_product_error" not in i64
+    assert 1e-9 < i32["kron_product_error"] < 1e-5
+    assert i32["kernel_bytes"] - 8 * 40 ** 2 == (i64["kernel_bytes"] - 8 * 40 ** 2) // 2
+    scale = np.sqrt(np.mean(f64.predictions ** 2))
+    gap = np.sqrt(np.mean((f32.predictions - f64.predictions) ** 2))
+    assert gap <= 100 * i32["kron_product_error"] * scale
+    assert f32.history["test_accuracy"] == f64.history["test_accuracy"]
+    # the same products through "auto"; the exact solvers have no float32 products
+    assert lazy_limit(task, "regression", dtype="float32", n_test=64, seed=1).solver == "kron"
+    with pytest.raises(ValueError, match="`dtype` = 'float32' needs solver='kron'"):
+        lazy_limit(task, "regression", dtype="float32", solver="dense", n_test=64, seed=1)
+    with pytest.raises(ValueError, match="`dtype` must be one of"):
+        lazy_limit(task, "regression", dtype="float16", n_test=64, seed=1)

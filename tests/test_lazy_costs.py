@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from fastsd import SameDifferent, _pricing
 from fastsd.kernels import costs, lazy_limit
+from fastsd.kernels import kron
 from fastsd.kernels.kron import TEST_CROSS_MIN_L
 from fastsd.scan import Grid, get_predictor, plan
 
@@ -52,7 +53,9 @@ def test_the_count_laws_and_memory_hold_for_cells_they_were_not_fitted_on(d, L, 
     for key in ("kron_terms", "kron_aca_terms", "flow_products"):
         assert 1 / 1.35 < want[key] / got[key] < 1.35, (key, want[key], got[key])
     assert got["flow_products"] == 2 * 30 + 1 + 4 * got["flow_steps"]    # the counts' form
-    assert got["kron_build_rows"] == 2 * got["kron_aca_terms"] + 256
+    # two rows a term, the probes, and a few pivots found exact with the rows sampled after them
+    extra = got["kron_build_rows"] - (2 * got["kron_aca_terms"] + 256)
+    assert 0 <= extra <= 3 * (kron.SAMPLE + 1), got
     assert 1 / 1.5 < costs.memory_bytes(d, L, n_test=1024) / peak < 1.5
 
 

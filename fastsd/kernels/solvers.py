@@ -130,6 +130,9 @@ class SolveSize:
         ``auto_prefers`` weighs (products, solves, or batch rows).
     d : int, optional
         The symbols' dimension; None: unknown.
+    dtype : {"float64", "float32"}
+        The arithmetic of the kernel products (``lazy_limit``'s ``dtype``); a
+        solver takes the dtypes in its ``dtypes``.
     """
 
     P: int
@@ -139,6 +142,7 @@ class SolveSize:
     kernel_tol: float = None
     method: str = "regression"
     d: int = None
+    dtype: str = "float64"
 
 
 #: Solver name -> class, filled by ``register_solver``.
@@ -191,6 +195,11 @@ def choose_solver(name, size):
     """
     if name != "auto":
         cls = SOLVERS[name]
+        if size.dtype not in cls.dtypes:
+            takers = [c.name for c in SOLVERS.values() if size.dtype in c.dtypes]
+            raise ValueError(f"`dtype` = {size.dtype!r} needs solver="
+                             f"{' or '.join(repr(t) for t in takers)} (its kernel products in "
+                             f"{size.dtype}); got solver={name!r}.")
         why = cls.refusal(size)
         if why is not None:
             raise SolveTooLargeError(why)
@@ -198,11 +207,13 @@ def choose_solver(name, size):
     ranked = sorted(SOLVERS.values(), key=lambda c: (not c.auto_prefers(size), c.auto_rank))
     reasons = []
     for cls in ranked:
-        why = cls.auto_refusal(size)
+        why = (cls.auto_refusal(size) if size.dtype in cls.dtypes else
+               f"solver {cls.name!r} has no {size.dtype} products")
         if why is None:
             return cls
         reasons.append(why)
-    insist = " or ".join(f"solver={c.name!r}" for c in ranked if c.refusal(size) is None)
+    insist = " or ".join(f"solver={c.name!r}" for c in ranked
+                         if c.refusal(size) is None and size.dtype in c.dtypes)
     raise SolveTooLargeError(
         f"P = {size.P} training pairs is too many for an exact solve: {' and '.join(reasons)}; "
         f"use pairs=<n> to sample n pairs" + (f", or {insist} to insist." if insist else "."))
@@ -223,6 +234,8 @@ class Solver:
 
     name = None
     auto_rank = 0
+    #: The product arithmetics it offers (``SolveSize.dtype``).
+    dtypes = ("float64",)
 
     @classmethod
     def memory_bytes(cls, P):

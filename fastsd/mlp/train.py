@@ -17,7 +17,7 @@ from .._memory import Need, check_fits, need
 from .._validation import check_choice, check_float, check_seed
 from ..conventions import is_lazy
 from ..params import TRAINING
-from ..tasks.base import BatchStream, Task
+from ..tasks.base import BatchStream, Task, task_identity
 from ..tasks.symbols import SameDifferent
 from . import costs
 from .engines import build_engines
@@ -149,7 +149,7 @@ def _task_config(task):
         if hasattr(task, name):
             cfg[name] = getattr(task, name)
     if hasattr(task, "seed_entropy"):
-        cfg["task_seed_entropy"] = int(task.seed_entropy)
+        cfg.update(task_identity(task))
     return cfg
 
 

@@ -26,6 +26,16 @@ def balanced_labels(n, rng):
 
 
 
+def task_identity(task):
+    """What rebuilds a task's training items, for records: ``task_seed_entropy`` (None for
+    given symbols) and, for given symbols, ``task_symbols_sha256``."""
+    entropy = getattr(task, "seed_entropy", None)
+    out = {"task_seed_entropy": None if entropy is None else int(entropy)}
+    if getattr(task, "symbols_sha256", None) is not None:
+        out["task_symbols_sha256"] = task.symbols_sha256
+    return out
+
+
 class Task:
     """Base class of the same-different tasks: what the trainer and the engines use.
 

@@ -1,4 +1,5 @@
 """The same-different task on Gaussian symbols (Sec. 2, App. G.2)."""
+import hashlib
 import math
 
 import numpy as np
@@ -6,7 +7,7 @@ import numpy as np
 from .._memory import check_fits, need
 from .._philox import NormalStream
 from .._rng import seed_sequence, tagged_generator
-from .._validation import check_seed
+from .._validation import check_array, check_seed
 from ..conventions import LAZY_GAMMA_SQRT_D
 from ..params import MLP
 from .base import Task
@@ -42,7 +43,11 @@ class SameDifferent(Task):
     Attributes
     ----------
     symbols : ndarray, shape (L, d), float64
-        The training symbols.
+        The training symbols (``from_symbols`` takes given ones).
+    seed_entropy : int or None
+        The entropy of ``seed``, which rebuilds the symbols; None for given ones.
+    symbols_sha256 : str or None
+        SHA-256 of given symbols (``from_symbols``), None for drawn ones.
     noise_std : float
         sqrt(sigma2 / d), the standard deviation of each noise coordinate.
     input_dim : int
@@ -67,8 +72,7 @@ class SameDifferent(Task):
     default_alpha0 = 0.1
 
     def __init__(self, d, L, sigma2=0.0, seed=None, root_d=True):
-        c = MLP.check({"d": d, "L": L, "sigma2": sigma2, "root_d": root_d})
-        self.d, self.L, self.sigma2 = c["d"], c["L"], c["sigma2"]
+        self._setup(d, L, sigma2, root_d)
         check_seed("seed", seed)
         if isinstance(seed, np.random.Generator):
             raise TypeError("`seed` must be an integer >= 0, a SeedSequence or None for a task, "
@@ -79,11 +83,67 @@ class SameDifferent(Task):
         self.seed_entropy = ss.entropy
         self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
                         / np.sqrt(self.d))
+        self.symbols_sha256 = None
+
+    def _setup(self, d, L, sigma2, root_d):
+        """Validate and set everything but the symbols and their seed."""
+        c = MLP.check({"d": d, "L": L, "sigma2": sigma2, "root_d": root_d})
+        self.d, self.L, self.sigma2 = c["d"], c["L"], c["sigma2"]
         self.root_d = c["root_d"]
         self.input_dim = 2 * self.d
         self.scale_dim = self.d if self.root_d else 1
         self.has_symbol_basis = self.sigma2 == 0.0
         self.noise_std = math.sqrt(self.sigma2 / self.d)
+
+    @classmethod
+    def from_symbols(cls, symbols, sigma2=0.0, root_d=True):
+        """The task on given training symbols (orthonormal, clustered, embeddings, ...).
+
+        Everything else is as for drawn symbols: training pairs are built from
+        these L symbols (plus noise of variance sigma2 / d per coordinate),
+        test pairs from fresh Gaussian symbols s ~ N(0, I/d), whose norm is
+        about 1; symbols of another scale change what the test measures.
+
+        Parameters
+        ----------
+        symbols : array_like, shape (L, d)
+            Real and finite, L >= 2, d >= 1; copied as float64.
+        sigma2 : float, default 0.0
+        root_d : bool, default True
+            As for ``SameDifferent``.
+
+        Returns
+        -------
+        SameDifferent
+            With ``seed_entropy`` None (no seed rebuilds these symbols) and
+            ``symbols_sha256``, the SHA-256 of the float64 symbols, which the
+            records of ``train`` and ``lazy_limit`` carry in its place.
+
+        Raises
+        ------
+        ValueError
+            For an array that is not 2-d, has fewer than 2 rows or no columns,
+            or holds NaN or inf; for a bad ``sigma2`` or ``root_d``.
+        TypeError
+            For a complex or non-numeric array.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> task = SameDifferent.from_symbols(np.eye(8))      # one-hot symbols, d = L = 8
+        >>> task.d, task.L, task.symbols_sha256[:12]
+        (8, 8, '912b8f2f0b10')
+        """
+        S = check_array("symbols", symbols, ndim=2)
+        if S.shape[0] < 2 or S.shape[1] < 1:
+            raise ValueError(f"`symbols` must be an array of shape (L, d) with L >= 2 (a "
+                             f"different pair needs two) and d >= 1; got shape {S.shape}.")
+        task = cls.__new__(cls)
+        task._setup(S.shape[1], S.shape[0], sigma2, root_d)
+        task.seed_entropy = None
+        task.symbols = np.array(S, dtype=np.float64)
+        task.symbols_sha256 = hashlib.sha256(task.symbols.tobytes()).hexdigest()
+        return task
 
     def lazy_gamma(self):
         """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2), what gamma="lazy" means.
