@@ -139,6 +139,36 @@ def power_law_fit(x, y):
     return float(coef[1]), float(np.sqrt(s2 * np.linalg.inv(A.T @ A)[1, 1]))
 
 
+def affine_fit(x, y):
+    """Least-squares fit of y = a x + c; return (a, c, standard error of a).
+
+    The lazy limit's L*(d) is affine in d (L* ~ 1.47 d - 7, README), which a
+    power law through few points reads as an exponent near 1.
+
+    Parameters
+    ----------
+    x, y : sequence of float, same length >= 2, finite
+
+    Returns
+    -------
+    slope, intercept : float
+    stderr : float
+        The regression standard error of the slope; NaN with two points.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x + y)) \
+            or np.ptp(x) == 0:
+        raise ValueError(f"`x` and `y` must hold at least 2 finite values each, of one length, "
+                         f"with two distinct x; got {list(x)!r} and {list(y)!r}.")
+    A = np.vstack([x, np.ones_like(x)]).T
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    if x.size < 3:
+        return float(coef[0]), float(coef[1]), float("nan")
+    resid = y - A @ coef
+    s2 = resid @ resid / (x.size - 2)
+    return float(coef[0]), float(coef[1]), float(np.sqrt(s2 * np.linalg.inv(A.T @ A)[0, 0]))
+
+
 def cell_correlations(task, w):
     """Correlations between the image cells each hidden unit reads (App. A, Fig. A1).
 

@@ -254,23 +254,29 @@ def test_reproduce_fig1a_rerun_trains_nothing_and_draws_the_same(tmp_path, capsy
     assert (tmp_path / "fig1a-quick.png").read_bytes() == png
 
 
-def test_reproduce_fig1e_limit_heatmap_scaling_and_finite_comparison(tmp_path, capsys,
-                                                                     monkeypatch):
+def test_reproduce_fig1e_finite_and_limit_heatmaps_scaling_and_comparison(tmp_path, capsys,
+                                                                          monkeypatch):
     tiny = Preset("fig1e-quick", "lazy_heatmap", "tiny", (
-        ("lazy_limit", "lazy_limit", Grid(d=[4, 8], L=[2, 4, 8, 16], seed=0, steps=400, eval_every=200,
-                            n_test=256)),
-        ("mlp", "mlp", Grid(d=[4], L=[8], gamma="lazy", seed=0, width=64, steps=400, eval_every=200,
-                     n_test=256))))
+        ("mlp", "mlp", Grid(d=[4, 8], L=[2, 4, 8, 16], gamma="lazy", seed=[0, 1], width=64,
+                            steps=400, eval_every=200, n_test=256)),
+        ("lazy_limit", "lazy_limit", Grid(d=[4, 8], L=[2, 4, 8, 16], seed=[0, 1], steps=400,
+                                          eval_every=200, n_test=256))))
     monkeypatch.setattr(fig1e, "QUICK", tiny)
     assert main(["reproduce", "fig1e", "--quick", "--out", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["results"] == [str(tmp_path / "fig1e-quick-lazy_limit.jsonl"),
-                              str(tmp_path / "fig1e-quick-mlp.jsonl")]
-    rows = out["summary"]["limit"]["rows"]
-    assert [r["L"] for r in rows] == [2, 4, 8, 16]
-    cmp, = out["summary"]["finite_vs_limit"]
-    assert (cmp["d"], cmp["L"], cmp["width"]) == (4, 8, 64) and 0.4 < cmp["limit"] <= 1
+    assert out["results"] == [str(tmp_path / "fig1e-quick-mlp.jsonl"),
+                              str(tmp_path / "fig1e-quick-lazy_limit.jsonl")]
+    summary = out["summary"]
+    for part in ("finite", "limit"):
+        assert [r["L"] for r in summary[part]["rows"]] == [2, 4, 8, 16]
+        scaling = summary["scaling"][part]
+        assert set(scaling) >= {"L_star", "exponent", "exponent_ci", "affine"}
+    cmp = summary["finite_vs_limit"]
+    assert [(c["d"], c["L"], c["width"]) for c in cmp] == [
+        (d, L, 64) for d in (4, 8) for L in (2, 4, 8, 16)]
+    assert all(0.3 < c["limit"] <= 1 and 0.3 < c["finite"] <= 1 for c in cmp)
     assert (tmp_path / "fig1e-quick.png").stat().st_size > 0
+    assert (tmp_path / "fig1e-quick-limit.png").stat().st_size > 0
 
 
 def test_ntk_command_json_and_bad_pairs(capsys):

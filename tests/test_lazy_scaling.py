@@ -74,8 +74,10 @@ def test_the_paper_lattice_is_the_paper_grid_extended_at_its_spacing():
         paper_lattice(0, 10)
 
 
+@pytest.mark.parametrize("width", [None, 4096])
 @pytest.mark.parametrize("L_star", [40.0, 100.0, 700.0, 1e4, 2.0])
-def test_the_example_bisection_brackets_the_first_crossing(L_star, tmp_path, monkeypatch):
+def test_the_example_bisection_brackets_the_first_crossing(L_star, width, tmp_path,
+                                                           monkeypatch):
     ex = _example()
     calls = []
 
@@ -85,8 +87,10 @@ def test_the_example_bisection_brackets_the_first_crossing(L_star, tmp_path, mon
         return {"d": d, "L": L, "seed": seed, "best_test_accuracy": float(acc)}
 
     monkeypatch.setattr(ex, "lazy_cell", fake_cell)
+    monkeypatch.setattr(ex, "network_cell", lambda d, L, seed, steps, m: fake_cell(
+        d, L, seed=seed))
     grid = paper_lattice(32, 1024)
-    recs = ex.search(64, grid, [0, 1, 2], 0.75, 100, str(tmp_path / "out.jsonl"), {})
+    recs = ex.search(64, width, grid, [0, 1, 2], 0.75, 100, str(tmp_path / "out.jsonl"), {})
     assert len(set(calls)) <= int(np.ceil(np.log2(len(grid) + 1)))     # a bisection
     crossing = L_star * np.exp(np.arctanh(0.5))                          # mean reaches 0.75
     out = lazy_scaling(recs, n_boot=0)
@@ -103,7 +107,10 @@ def test_the_example_bisection_brackets_the_first_crossing(L_star, tmp_path, mon
     (["--L-range", "0", "10"], "--L-range must be LO HI with 1 <= LO <= HI; got 0 10"),
     (["--seeds", "0", "0"], "--seeds must be distinct integers >= 0; got 0 0"),
     (["--level", "2"], r"--level must be an accuracy in \(0.5, 1\); got 2.0"),
-    (["--workers", "0"], "--workers must be an integer >= 1; got 0")])
+    (["--workers", "0"], "--workers must be an integer >= 1; got 0"),
+    (["--steps", "999"], "--steps must be an integer >= 1000 .evaluations every 1000.; got 999"),
+    (["--width", "0"], "--width must be an integer >= 1; got 0"),
+    (["--no-limit"], "--no-limit needs --width")])
 def test_the_example_refuses_bad_arguments_before_running(argv, message, monkeypatch, capsys):
     ex = _example()
     monkeypatch.setattr(ex, "search", lambda *a: pytest.fail("ran"))
@@ -119,9 +126,34 @@ def test_the_example_quick_keeps_the_ds_asked_for(tmp_path, monkeypatch, capsys)
     ex = _example()
     asked = []
     monkeypatch.setattr(ex, "ProcessPoolExecutor", ThreadPoolExecutor)
-    monkeypatch.setattr(ex, "search", lambda d, grid, seeds, level, steps, out, done:
-                        asked.append((d, steps, grid[0], grid[-1])) or [])
+    monkeypatch.setattr(ex, "search", lambda d, width, grid, seeds, level, steps, out, done:
+                        asked.append((d, width or 0, steps, grid[0], grid[-1])) or [])
     monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "32",
                                      "--out", str(tmp_path / "q.jsonl")])
     ex.main()
-    assert sorted(asked) == [(16, 5000, 8, 476), (32, 5000, 8, 476)]
+    assert sorted(asked) == [(16, 0, 5000, 8, 476), (32, 0, 5000, 8, 476)]
+    asked.clear()                                   # the networks beside the limit, or alone
+    monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "--width", "64",
+                                     "--steps", "2000", "--out", str(tmp_path / "q.jsonl")])
+    ex.main()
+    assert sorted(asked) == [(16, 0, 2000, 8, 476), (16, 64, 2000, 8, 476)]
+    asked.clear()
+    monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "--width", "64",
+                                     "--no-limit", "--out", str(tmp_path / "q.jsonl")])
+    ex.main()
+    assert asked == [(16, 64, 5000, 8, 476)]
+
+
+def test_the_example_network_cell_trains_on_the_limit_cells_symbols(monkeypatch):
+    """network_cell's task has the symbols of lazy_cell's cell of the same (d, L, seed)."""
+    import fastsd
+    from fastsd import SameDifferent
+    ex = _example()
+    seen = []
+    real = fastsd.train
+    monkeypatch.setattr(fastsd, "train", lambda task, *a, **kw: seen.append(task) or real(
+        task, *a, **kw))
+    net = ex.network_cell(4, 6, 1, 1000, 32)
+    lim = ex.lazy_cell(4, 6, seed=1, steps=1000, eval_every=1000, n_test=64)
+    assert net["width"] == 32 and 0 <= net["best_test_accuracy"] <= 1
+    assert np.array_equal(seen[0].symbols, SameDifferent(4, 6, seed=lim["task_seed"]).symbols)

@@ -1,14 +1,17 @@
 """Fig. 1e: the lazy model's test accuracy over d and L, with the L ~ d^2 line (Theorem 2).
 
-The paper uses finite networks (m = 4096, gamma = 1e-5) on d, L in 128..1024
-(round(2^linspace(7, 10, 20)) for both). Here the heatmap is the exact
-gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``, logistic
-flow over all L^2 ordered pairs, solver "kron" as "auto" takes it), on the
-paper's grid (``paper_lattice``), with finite gamma ~ 0 networks (m = 4096) on
-a few of the same cells (same symbols) to compare. ``lazy_scaling`` reads L*(d) off the
-heatmap and fits L* ~ d^b with a bootstrap confidence interval. ``fastsd reproduce fig1e
---dry-run`` predicts its time on this machine (``fastsd.kernels.costs``); bench/README.md
-has measured times.
+Two panels on the paper's grid (``paper_lattice``: d, L in 128..1024 for the
+full preset). The main one is the paper's protocol: finite lazy networks
+(m = 4096, gamma = 1e-5/sqrt(d), 50,000 SGD steps, 3 seeds, the best of 50
+evaluations on 1024 fresh pairs; published-code notes). The second is the
+exact gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``,
+logistic flow over all L^2 ordered pairs for the same steps, solver "kron" as
+"auto" takes it) on the same symbols. ``lazy_scaling`` reads L*(d) off each
+heatmap and fits it as a power law L* ~ d^b and as an affine law L* = a d + c,
+with bootstrap intervals over the seeds. The finite part is long on a CPU
+(``fastsd reproduce fig1e --dry-run`` predicts both parts on this machine;
+``--workers`` / ``--dask`` / ``--cluster`` spread it; every cell is stored as it
+finishes, and a rerun computes only the missing ones).
 """
 import numpy as np
 
@@ -16,7 +19,7 @@ from .._validation import check_int
 from ..presets import Preset
 from ..scan import Grid
 
-HELP = "lazy limit over d x L with the L ~ d^2 line"
+HELP = "lazy networks (m = 4096) and the exact lazy limit over d x L, with L*(d) fitted"
 QUICK_WALL_TIME = "294 s"
 
 
@@ -49,36 +52,41 @@ def paper_lattice(lo, hi):
 
 #: The paper's d and L: round(2^linspace(7, 10, 20)), 128..1024.
 PAPER_DL = paper_lattice(128, 1024)
+#: The paper's protocol of the lazy networks (published-code notes), and the limit's steps.
+STEPS, WIDTH, SEEDS = 50_000, 4096, [0, 1, 2]
 FULL = Preset(
-    "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma -> 0) test accuracy over d and L",
-    (("lazy_limit", "lazy_limit", Grid(d=PAPER_DL, L=PAPER_DL, seed=[0, 1, 2], steps=25_000,
-                                       eval_every=1000, n_test=1024)),
-     ("mlp", "mlp", Grid(d=[128, 256], L=[128, 512], gamma="lazy", seed=[0, 1, 2],
-                         width=4096, steps=25_000, eval_every=1000, n_test=1024))))
+    "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma ~ 0) test accuracy over d and L",
+    (("mlp", "mlp", Grid(d=PAPER_DL, L=PAPER_DL, gamma="lazy", seed=SEEDS, width=WIDTH,
+                         steps=STEPS, eval_every=1000, n_test=1024)),
+     ("lazy_limit", "lazy_limit", Grid(d=PAPER_DL, L=PAPER_DL, seed=SEEDS, steps=STEPS,
+                                       eval_every=1000, n_test=1024))))
+#: The quick preset's grid: every third point of the lattice, below the paper's range.
+QUICK_D, QUICK_L = paper_lattice(48, 92)[::3], paper_lattice(34, 247)[::3]
 QUICK = Preset(
-    "fig1e-quick", "lazy_heatmap", "Fig. 1e (quick): lazy (gamma -> 0) test accuracy "
+    "fig1e-quick", "lazy_heatmap", "Fig. 1e (quick): lazy (gamma ~ 0) test accuracy "
     "over d and L",
-    (("lazy_limit", "lazy_limit", Grid(d=[128, 256], L=[128, 181, 256, 362, 512], seed=[0, 1],
-                                       steps=5000, eval_every=1000, n_test=1024)),
-     ("mlp", "mlp", Grid(d=[128], L=[128, 362], gamma="lazy", seed=0, width=1024,
-                         steps=5000, eval_every=1000, n_test=1024))))
+    (("mlp", "mlp", Grid(d=QUICK_D, L=QUICK_L, gamma="lazy", seed=[0, 1], width=1024,
+                         steps=5000, eval_every=1000, n_test=1024)),
+     ("lazy_limit", "lazy_limit", Grid(d=QUICK_D, L=QUICK_L, seed=[0, 1], steps=5000,
+                                       eval_every=1000, n_test=1024))))
 #: Bootstrap replicates of the exponent's confidence interval.
 N_BOOT = 2000
 
 
 def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
-    """L*(d) where the mean accuracy first reaches ``level``; the fitted L* ~ d^b and its CI.
+    """L*(d) where the mean accuracy first reaches ``level``; L*(d) fitted as a power law
+    L* ~ d^b and as an affine law L* = a d + c, with bootstrap intervals.
 
     Parameters
     ----------
     records : sequence of dict
         Records with ``d``, ``L`` and ``best_test_accuracy`` (e.g. of the
-        "lazy_limit" predictor over a d x L grid).
+        "lazy_limit" or the lazy "mlp" part over a d x L grid).
     level : float, default 0.75
     n_boot : int, default ``N_BOOT``
         Bootstrap replicates: each cell's seeds are resampled with
         replacement (cells are independent: every (seed, L, d) has its own
-        symbols), L*(d) and b are read again; 0 skips the bootstrap.
+        symbols), L*(d) and both fits are read again; 0 skips the bootstrap.
     seed : int, default 0
         Seed of the bootstrap.
 
@@ -90,11 +98,13 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
         log-log least-squares fit (None with fewer than 2 crossings);
         ``exponent_ci``, the bootstrap's 2.5 and 97.5 percentiles of b (None
         without a bootstrap, with one seed a cell, or when fewer than 90% of
-        the replicates cross at 2 d or more), and ``n_boot``.
+        the replicates cross at 2 d or more); ``affine``, None or {"slope",
+        "intercept", "slope_se", "slope_ci", "intercept_ci"} of L* = a d + c
+        (the same rules for its intervals); and ``n_boot``.
     """
     from collections import defaultdict
 
-    from ..analysis import power_law_fit, threshold_crossing
+    from ..analysis import affine_fit, power_law_fit, threshold_crossing
 
     acc = defaultdict(lambda: defaultdict(list))
     for r in records:
@@ -110,11 +120,17 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
                 out[d] = hit
         return out
 
+    def nan_none(v):
+        return None if v != v else v
+
     L_star = crossings(lambda d, L: np.mean(acc[d][L]))
-    b = se = ci = None
+    b = se = ci = affine = None
     if len(L_star) >= 2:
         b, se = power_law_fit(list(L_star), list(L_star.values()))
-        se = None if se != se else se
+        se = nan_none(se)
+        a, c, a_se = affine_fit(list(L_star), list(L_star.values()))
+        affine = {"slope": a, "intercept": c, "slope_se": nan_none(a_se), "slope_ci": None,
+                  "intercept_ci": None}
     seeds = max((len(v) for row in acc.values() for v in row.values()), default=0)
     if b is not None and n_boot and seeds > 1:
         rng = np.random.default_rng(seed)
@@ -124,45 +140,90 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
         for k in range(n_boot):
             hits = crossings(lambda d, L: means[d, L][k])
             if len(hits) >= 2:
-                fits.append(power_law_fit(list(hits), list(hits.values()))[0])
+                fits.append((power_law_fit(list(hits), list(hits.values()))[0],
+                             *affine_fit(list(hits), list(hits.values()))[:2]))
         if len(fits) >= 0.9 * n_boot:
-            ci = [float(q) for q in np.percentile(fits, [2.5, 97.5])]
+            q = np.percentile(np.asarray(fits), [2.5, 97.5], axis=0)
+            ci = [float(v) for v in q[:, 0]]
+            affine["slope_ci"] = [float(v) for v in q[:, 1]]
+            affine["intercept_ci"] = [float(v) for v in q[:, 2]]
     return {"level": level, "L_star": L_star, "exponent": b, "exponent_se": se,
-            "exponent_ci": ci, "n_boot": n_boot}
+            "exponent_ci": ci, "affine": affine, "n_boot": n_boot}
 
 
-def report(preset, records, prefix):
-    """Tabulate and draw Fig. 1e (``fastsd.figures``): the limit's accuracy and L*(d), a heatmap.
+def _fits(scaling):
+    """One line on L*(d)'s power-law and affine fits and their intervals."""
+    if scaling["exponent"] is None:
+        return "fewer than two d cross the level inside the grid: no fit"
+    ci, aff = scaling["exponent_ci"], scaling["affine"]
+    text = f"L* ~ d^{scaling['exponent']:.2f}"
+    if scaling["exponent_se"] is not None:
+        text += f" +- {scaling['exponent_se']:.2f} (se)"
+    if ci is not None:
+        text += f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]"
+    text += f"; L* = {aff['slope']:.2f} d {aff['intercept']:+.1f}"
+    if aff["slope_ci"] is not None:
+        text += (f", 95% CI of the slope [{aff['slope_ci'][0]:.2f}, {aff['slope_ci'][1]:.2f}], "
+                 f"of the intercept [{aff['intercept_ci'][0]:.1f}, {aff['intercept_ci'][1]:.1f}]")
+    if ci is not None:
+        text += f" (bootstrap over seeds, {scaling['n_boot']} replicates)"
+    return text
 
-    ``records`` holds the "lazy_limit" part and the finite "mlp" part; ``summary`` holds
-    ``limit`` (``fastsd.scan.summarize``, rows L, columns d), ``scaling`` (``lazy_scaling``)
-    and ``finite_vs_limit``, the finite networks against the limit on the same cells.
-    """
-    from collections import defaultdict
 
+def _panel(records, prefix, title):
+    """One heatmap with its L*(d): (figures, table, scaling)."""
     from .. import plots
-    from ..scan import format_table, summarize
+    from ..scan import summarize
 
-    limit, finite = records["lazy_limit"], records.get("mlp", [])
-    scaling = lazy_scaling(limit)
-    ci = scaling["exponent_ci"]
-    fit = ("" if scaling["exponent"] is None else
-           f"; fitted L* ~ d^{scaling['exponent']:.2f}"
-           + ("" if scaling["exponent_se"] is None else f" +- {scaling['exponent_se']:.2f} (se)")
-           + ("" if ci is None else f", bootstrap 95% CI [{ci[0]:.2f}, {ci[1]:.2f}] over "
-              f"seeds ({scaling['n_boot']} replicates)"))
-    lines, title = [], preset.title
+    scaling = lazy_scaling(records)
+    lines = []
     if scaling["L_star"]:
         d0, L0 = next(iter(scaling["L_star"].items()))
         lines.append((r"$L \propto d^2$ (Theorem 2)", d0, L0, 2.0))
         if scaling["exponent"] is not None:
-            b, se = scaling["exponent"], scaling["exponent_se"]
+            b = scaling["exponent"]
             lines.append((rf"fit: $L^* \propto d^{{{b:.2f}}}$", d0, L0, b))
-            power = f"{b:.2f}" if se is None or ci is not None else rf"{b:.2f} \pm {se:.2f}"
-            interval = "" if ci is None else f", 95% CI [{ci[0]:.2f}, {ci[1]:.2f}]"
-            title += (f"\nfitted $L^* \\propto d^{{{power}}}${interval} "
-                      f"(L* where accuracy first reaches {scaling['level']})")
-    figures = plots.plot_heatmap(limit, prefix, title=title, lines=lines)
+            aff = scaling["affine"]
+            title += (f"\n$L^* \\propto d^{{{b:.2f}}}$, $L^* = {aff['slope']:.2f}\\,d "
+                      f"{aff['intercept']:+.0f}$ (accuracy {scaling['level']})")
+    figures = plots.plot_heatmap(records, prefix, title=title, lines=lines)
+    return figures, summarize(records, "L", columns="d"), scaling
+
+
+def report(preset, records, prefix):
+    """Tabulate and draw Fig. 1e (``fastsd.figures``): both heatmaps and their L*(d).
+
+    ``records`` holds the finite "mlp" part (the paper's protocol, the main
+    panel, ``prefix``) and the "lazy_limit" part (``prefix``-limit); ``summary``
+    holds ``finite`` and ``limit`` (``fastsd.scan.summarize``, rows L, columns
+    d), ``scaling`` ({"finite": ..., "limit": ...}, ``lazy_scaling``) and
+    ``finite_vs_limit``, the networks against the limit cell by cell (same
+    symbols).
+    """
+    from collections import defaultdict
+
+    from ..scan import format_table
+
+    finite, limit = records.get("mlp", []), records["lazy_limit"]
+    widths = sorted({r["width"] for r in finite})
+    figures, tables, scaling, text = [], {}, {}, []
+    panels = [("limit", limit, f"{prefix}-limit", f"{preset.title}: the exact limit "
+               f"(infinite width)")]
+    if finite:
+        panels.insert(0, ("finite", finite, prefix, f"{preset.title}: networks of width "
+                          f"{', '.join(map(str, widths))}"))
+    for name, recs, out, title in panels:
+        figs, tables[name], scaling[name] = _panel(recs, out, title)
+        figures += figs
+        what = ("lazy networks (gamma = 1e-5/sqrt(d), width " + ", ".join(map(str, widths))
+                + ")" if name == "finite" else
+                "the gamma -> 0, infinite-width network (logistic flow, App. D)")
+        text += [f"best test accuracy of {what}, rows L, columns d",
+                 format_table(tables[name], eq3=False),
+                 f"L*(d) at accuracy {scaling[name]['level']}: "
+                 + (", ".join(f"d={d}: {v:.1f}" for d, v in scaling[name]["L_star"].items())
+                    or "none inside the grid"),
+                 "  " + _fits(scaling[name]), ""]
     means = defaultdict(list)
     for r in limit:
         means[r["d"], r["L"]].append(r["best_test_accuracy"])
@@ -172,18 +233,15 @@ def report(preset, records, prefix):
     compare = [{"d": d, "L": L, "width": m, "finite": float(np.mean(v)),
                 "limit": float(np.mean(means[d, L])) if means.get((d, L)) else None}
                for (d, L, m), v in sorted(nets.items())]
-    limit_table = summarize(limit, "L", columns="d")
-    text = [format_table(limit_table, eq3=False), "",
-            f"L*(d) at accuracy {scaling['level']}: "
-            + ", ".join(f"d={d}: {v:.1f}" for d, v in scaling["L_star"].items()) + fit, "",
-            "finite gamma ~ 0 networks (1e-5/sqrt(d)) against the limit, same symbols",
-            f"{'d':>5} {'L':>5} {'width':>6} {'finite':>7} {'limit':>7} {'gap':>7}"]
+    if compare:
+        text += ["lazy networks against the limit, same symbols (mean best accuracy over seeds)",
+                 f"{'d':>5} {'L':>5} {'width':>6} {'finite':>7} {'limit':>7} {'gap':>7}"]
     for c in compare:
         lim = "-" if c["limit"] is None else f"{c['limit']:.3f}"
         gap = "-" if c["limit"] is None else f"{c['finite'] - c['limit']:+.3f}"
         text.append(f"{c['d']:>5} {c['L']:>5} {c['width']:>6} {c['finite']:>7.3f} {lim:>7} "
                     f"{gap:>7}")
-    heading = ("best test accuracy of the gamma -> 0, infinite-width network (logistic flow, "
-               "App. D), rows L, columns d")
-    return heading, "\n".join(text), {"limit": limit_table, "scaling": scaling,
-                                       "finite_vs_limit": compare}, figures
+    heading = ("Fig. 1e: best test accuracy of lazy networks (the paper's protocol) and of the "
+               "exact lazy limit over d and L, with L*(d)")
+    return heading, "\n".join(text), {"finite": tables.get("finite"), "limit": tables["limit"],
+                                      "scaling": scaling, "finite_vs_limit": compare}, figures
