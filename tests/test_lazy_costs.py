@@ -172,3 +172,27 @@ def test_the_laws_hold_at_the_edge_of_their_fitted_range_beyond_it():
     # while the d-proportional test-input work still grows
     assert costs.predicted_seconds(10 ** 5, 64, steps=25000, eval_every=1000, n_test=1024) > \
         4 * costs.predicted_seconds(16384, 64, steps=25000, eval_every=1000, n_test=1024)
+
+
+def test_float32_products_are_priced_at_half_the_float64_gemm_and_modelled_at_any_l():
+    """dtype="float32" moves the products' flops from "gemm" to "gemm32" (half the price):
+    the prediction falls by exactly half the products' GEMM time, nothing else changes."""
+    kw = dict(steps=25000, eval_every=1000, n_test=1024)
+    f64 = costs.cost_features(256, 512, **kw)
+    f32 = costs.cost_features(256, 512, dtype="float32", **kw)
+    assert f32.pop("gemm32") == f64.pop("gemm") > 0 and f32 == f64
+    p = costs.prices()
+    assert p["gemm32"] == p["gemm"] / 2
+    t64 = costs.predicted_seconds(256, 512, **kw)
+    t32 = costs.predicted_seconds(256, 512, dtype="float32", **kw)
+    assert t64 - t32 == pytest.approx(0.5 * p["gemm"] * costs.cost_features(
+        256, 512, **kw)["gemm"], rel=1e-9)
+    # float32 products need "kron", which "auto" then takes even where it prefers "dense"
+    assert not costs.modelled({"d": 8, "L": 24})
+    assert costs.modelled({"d": 8, "L": 24, "dtype": "float32"})
+    pred = get_predictor("lazy_limit")
+    cell = pred.prepare({"d": 8, "L": 24, "steps": 200, "eval_every": 100, "n_test": 64,
+                         "dtype": "float32"})
+    rec, = pred.run_group([cell], backend="cpu")
+    assert rec["solver"] == "kron" and rec["dtype"] == "float32"
+    assert rec["solver_info"]["kron_dtype"] == "float32"

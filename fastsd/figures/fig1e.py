@@ -5,8 +5,9 @@ full preset). The main one is the paper's protocol: finite lazy networks
 (m = 4096, gamma = 1e-5/sqrt(d), 50,000 SGD steps, 3 seeds, the best of 50
 evaluations on 1024 fresh pairs; published-code notes). The second is the
 exact gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``,
-logistic flow over all L^2 ordered pairs for the same steps, solver "kron" as
-"auto" takes it) on the same symbols. ``lazy_scaling`` reads L*(d) off each
+logistic flow over all L^2 ordered pairs for the same steps, solver "kron"
+with float32 products: 1.4-1.5x faster flows, logits within 6e-7 and the same
+accuracy histories as float64 at L = 256, 512) on the same symbols. ``lazy_scaling`` reads L*(d) off each
 heatmap and fits it as a power law L* ~ d^b and as an affine law L* = a d + c,
 with bootstrap intervals over the seeds. The finite part is long on a CPU
 (``fastsd reproduce fig1e --dry-run`` predicts both parts on this machine;
@@ -59,7 +60,7 @@ FULL = Preset(
     (("mlp", "mlp", Grid(d=PAPER_DL, L=PAPER_DL, gamma="lazy", seed=SEEDS, width=WIDTH,
                          steps=STEPS, eval_every=1000, n_test=1024)),
      ("lazy_limit", "lazy_limit", Grid(d=PAPER_DL, L=PAPER_DL, seed=SEEDS, steps=STEPS,
-                                       eval_every=1000, n_test=1024))))
+                                       eval_every=1000, n_test=1024, dtype="float32"))))
 #: The quick preset's grid: every third point of the lattice, below the paper's range.
 QUICK_D, QUICK_L = paper_lattice(48, 92)[::3], paper_lattice(34, 247)[::3]
 QUICK = Preset(
@@ -68,7 +69,7 @@ QUICK = Preset(
     (("mlp", "mlp", Grid(d=QUICK_D, L=QUICK_L, gamma="lazy", seed=[0, 1], width=1024,
                          steps=5000, eval_every=1000, n_test=1024)),
      ("lazy_limit", "lazy_limit", Grid(d=QUICK_D, L=QUICK_L, seed=[0, 1], steps=5000,
-                                       eval_every=1000, n_test=1024))))
+                                       eval_every=1000, n_test=1024, dtype="float32"))))
 #: Bootstrap replicates of the exponent's confidence interval.
 N_BOOT = 2000
 

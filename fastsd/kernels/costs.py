@@ -12,7 +12,7 @@ takes "kron" from L = ``kron.AUTO_FLOW_MIN_L``) does, in counted units
 - "aca": the cross approximation's work against the terms so far and the
   recompression's QR, (cross-approximation terms)^2 L^2;
 - "gemm": the flow's kernel products, 4 R L^3 flops each (two GEMMs over the
-  R Kronecker terms);
+  R Kronecker terms); "gemm32" the same in float32 (``dtype="float32"``);
 - "product": the products' rearranging of the R L x L intermediate (R L^2 a
   product) and "vector", their diagonal correction and the step's vector
   updates (L^2 a product);
@@ -76,6 +76,10 @@ COUNT_LAWS = {
 PRICES = {"cell": 0.06774, "build": 1.006e-08, "aca": 1.697e-09, "gemm": 1.352e-11,
           "product": 4.924e-09, "vector": 2.079e-08, "test": 5.921e-09, "test_aca": 6.171e-09,
           "test_aca2": 2.069e-09, "cross": 2.038e-11, "inputs": 1.538e-08, "dots": 2.128e-11}
+#: A float32 product's GEMM flop (``lazy_limit(dtype="float32")``): half the float64 price,
+#: as measured side by side (``bench/bench_kron.py --dtypes``, AMD EPYC, d = 256: 2.10x at
+#: L = 256, 1.99x at 512); scaled by the float64 probe factor as "gemm" is.
+PRICES["gemm32"] = PRICES["gemm"] / 2.0
 #: Where ``PRICES`` and ``COUNT_LAWS`` were measured.
 MEASURED_ON = ("2-core Intel Xeon (AVX-512; count laws, 2026-12-03) and AMD EPYC (AVX2; "
                "prices and test-block terms, 2026-12-03)")
@@ -143,7 +147,7 @@ def expected_counts(d, L, steps, eval_every):
             "kron_test_terms": test_terms}
 
 
-def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
+def cost_features(d, L, *, steps, eval_every, n_test, counts=None, dtype="float64"):
     """What a flow cell on solver "kron" does, in counted units (module notes).
 
     Parameters
@@ -155,6 +159,9 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
         Counts of the run (its ``solver_info``: "kron_terms", "kron_aca_terms",
         "kron_build_rows", "flow_products"; "kron_test_terms" where measured):
         those given replace ``expected_counts``'.
+    dtype : {"float64", "float32"}, default "float64"
+        The products' arithmetic (``lazy_limit``'s ``dtype``): float32 products
+        count their multiply-adds as "gemm32" instead of "gemm".
 
     Returns
     -------
@@ -172,9 +179,10 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None):
     R, products, k = c["kron_terms"], c["flow_products"], c["kron_test_terms"]
     pairs = float(evaluations(steps, eval_every) * n_test)
     cross = float(L >= TEST_CROSS_MIN_L)
+    gemm = "gemm32" if dtype == "float32" else "gemm"
     return {"cell": 1.0, "build": c["kron_build_rows"] * L2,
             "aca": float(c["kron_aca_terms"]) ** 2 * L2,
-            "gemm": 4.0 * R * L2 * L * products, "product": R * L2 * products,
+            gemm: 4.0 * R * L2 * L * products, "product": R * L2 * products,
             "vector": L2 * products, "test": (1.0 - cross) * pairs * L2,
             "test_aca": cross * pairs * L * k, "test_aca2": cross * pairs * L * k * k,
             "cross": cross * 2.0 * pairs * k * L2,
@@ -269,25 +277,25 @@ def modelled(settings):
         return s["solver"] == "kron"
     L = s["L"]
     size = SolveSize(P=L * L, L=L, all_pairs=True, max_bytes=default_max_bytes(),
-                     method="logistic_flow", d=s["d"])
+                     method="logistic_flow", d=s["d"], dtype=s["dtype"])
     try:
         return choose_solver("auto", size).name == "kron"
     except ValueError:          # nothing fits: the cell fails when it runs
         return False
 
 
-def predicted_seconds(d, L, *, steps, eval_every, n_test):
+def predicted_seconds(d, L, *, steps, eval_every, n_test, dtype="float64"):
     """Predicted seconds of one flow cell on solver "kron" on one thread (``cost_features``
     at ``expected_counts``, times ``PRICES``)."""
     return predict(prices(), cost_features(d, L, steps=steps, eval_every=eval_every,
-                                           n_test=n_test))
+                                           n_test=n_test, dtype=dtype))
 
 
 #: The kind of each unit of ``cost_features`` that is not "scalar" work (``fastsd._probe``):
 #: float64 GEMM multiply-adds (the products, the test blocks' logits) and kernel entries
 #: (the factors' rows, the matrix-free test logits, the test blocks' rows and columns).
-UNIT_KINDS = {"gemm": "gemm64", "cross": "gemm64", "build": "entries", "test": "entries",
-              "test_aca": "entries"}
+UNIT_KINDS = {"gemm": "gemm64", "gemm32": "gemm64", "cross": "gemm64", "build": "entries",
+              "test": "entries", "test_aca": "entries"}
 
 
 def prices(environ=None):

@@ -318,7 +318,7 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
             raise ValueError(f"`kernel_tol` must be a relative error in [1e-13, 0.1]; got "
                              f"{kernel_tol!r}.")
     batch_size = check_batch_size("batch_size", batch_size)
-    dtype = check_choice("dtype", dtype, ("float64", "float32"))
+    dtype = LAZY_LIMIT["dtype"].check(dtype)
     alpha0 = task.default_alpha0 if alpha0 is None else alpha0
     max_bytes = default_max_bytes() if max_bytes is None else check_int(
         "max_bytes", max_bytes, minimum=1)
@@ -377,6 +377,7 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               **task_identity(task), "seed": recorded_seed(seed),
               "kernel": kernel_kind, "backend": backend, "ridge": ridge, "tol": tol,
+              "dtype": dtype,
               "steps": steps,
               "alpha0": alpha0, "eval_every": eval_every, "batch_size": batch_size,
               "version": __version__}

@@ -410,7 +410,8 @@ class LazyLimitPredictor(Predictor):
         if not all(costs.modelled(s) for s in group):
             return None
         return sum(costs.predicted_seconds(s["d"], s["L"], steps=s["steps"],
-                                           eval_every=s["eval_every"], n_test=s["n_test"])
+                                           eval_every=s["eval_every"], n_test=s["n_test"],
+                                           dtype=s["dtype"])
                    for s in group)
 
     def memory(self, group, backend="cpu", dtype=None):
