@@ -326,6 +326,13 @@ def test_float32_products_are_within_their_recorded_error_and_give_the_same_flow
     assert f32.history["test_accuracy"] == f64.history["test_accuracy"]
     # the same products through "auto"; the exact solvers have no float32 products
     assert lazy_limit(task, "regression", dtype="float32", n_test=64, seed=1).solver == "kron"
+    # "auto" takes "kron" for float32 at any L, also where it wants room for more terms
+    # than L^2 (L = 4: 16) before it prefers "kron" to "dense"
+    small = lazy_limit(SameDifferent(d=3, L=4, seed=0), dtype="float32", steps=100,
+                       eval_every=50, n_test=32, seed=1)
+    assert small.solver == "kron" and small.solver_info["kron_dtype"] == "float32"
+    with pytest.raises(SolveTooLargeError, match="solver='kron' needs .* a Kronecker term"):
+        lazy_limit(task, "regression", dtype="float32", max_bytes=1000, n_test=64, seed=1)
     with pytest.raises(ValueError, match="`dtype` = 'float32' needs solver='kron'"):
         lazy_limit(task, "regression", dtype="float32", solver="dense", n_test=64, seed=1)
     with pytest.raises(ValueError, match="`dtype` must be one of"):

@@ -205,15 +205,24 @@ def choose_solver(name, size):
             raise SolveTooLargeError(why)
         return cls
     ranked = sorted(SOLVERS.values(), key=lambda c: (not c.auto_prefers(size), c.auto_rank))
+    if size.dtype != "float64":
+        # only the solvers with these products can serve, each taken as if named: "auto"'s
+        # speed preferences weigh solvers against one another, and there is no other
+        takers = [c for c in ranked if size.dtype in c.dtypes]
+        reasons = []
+        for cls in takers:
+            why = cls.refusal(size)
+            if why is None:
+                return cls
+            reasons.append(why)
+        raise SolveTooLargeError(" ".join(reasons))
     reasons = []
     for cls in ranked:
-        why = (cls.auto_refusal(size) if size.dtype in cls.dtypes else
-               f"solver {cls.name!r} has no {size.dtype} products")
+        why = cls.auto_refusal(size)
         if why is None:
             return cls
         reasons.append(why)
-    insist = " or ".join(f"solver={c.name!r}" for c in ranked
-                         if c.refusal(size) is None and size.dtype in c.dtypes)
+    insist = " or ".join(f"solver={c.name!r}" for c in ranked if c.refusal(size) is None)
     raise SolveTooLargeError(
         f"P = {size.P} training pairs is too many for an exact solve: {' and '.join(reasons)}; "
         f"use pairs=<n> to sample n pairs" + (f", or {insist} to insist." if insist else "."))
