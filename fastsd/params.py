@@ -63,6 +63,10 @@ class Param:
     doc : str, optional
         The description in a docstring's Parameters section (``Spec.numpydoc``);
         default ``help``.
+    late : bool
+        Declared after results were stored: a scan cell at the default leaves
+        the setting out of its key (``Spec.keyed``), so the records stored before
+        it existed still name their cells.
     """
 
     name: str
@@ -76,6 +80,7 @@ class Param:
     choices: tuple = ()
     optional: bool = False
     doc: str = None
+    late: bool = False
 
     def __post_init__(self):
         check_choice("kind", self.kind, KINDS)
@@ -239,6 +244,11 @@ class Spec(dict):
         """Return ``settings`` with each declared one validated (others left as they are)."""
         return {k: self[k].check(v) if k in self else v for k, v in settings.items()}
 
+    def keyed(self, settings):
+        """``settings`` less the ``late`` ones at their defaults: what a scan cell's key names."""
+        return {k: v for k, v in settings.items()
+                if not (k in self and self[k].late and v == self[k].default)}
+
     def pick(self, settings):
         """The entries of ``settings`` that are this spec's parameters, in its order."""
         return {n: settings[n] for n in self if n in settings}
@@ -369,7 +379,7 @@ LAZY_LIMIT = Spec(
           choices=("auto", "dense", "cg", "kron")),
     Param("dtype", "choice", "arithmetic of the Kronecker products (solver kron; auto takes "
           "it): float64, or float32 at twice the speed and ~1e-6 relative error a product",
-          "float64", choices=("float64", "float32")),
+          "float64", choices=("float64", "float32"), late=True),
 )
 
 WALKERS = Spec(

@@ -663,3 +663,36 @@ def test_a_record_with_a_key_or_settings_of_the_wrong_type_is_named(tmp_path):
                                             r"string; line 3: `settings` is 'x', not an object; "
                                             r"line 4: `settings` is None, not an object; \.\.\.\)"):
         assert len(cell_records(ResultStore(path), PREDICTORS["theory"])) == 1
+
+
+def test_a_store_from_before_a_late_setting_existed_still_names_its_cells(tmp_path):
+    """A setting declared later (``Param.late``: lazy_limit's dtype) at its default stays out
+    of the cell's key, so the records stored before it existed are not taken for damage and
+    computed again; at another value it is a cell of its own."""
+    import json as _json
+    import warnings
+
+    from fastsd.params import LAZY_LIMIT
+    from fastsd.scan import Grid, run
+    assert LAZY_LIMIT["dtype"].late
+    path = tmp_path / "s.jsonl"
+    grid = Grid(d=4, L=[4, 6], steps=100, eval_every=50, n_test=32)
+    first = run(grid, "lazy_limit", str(path), "serial", progress=False)
+    assert len(first) == 2 and all("dtype" not in r["key"] for r in first)
+    old = []
+    for line in path.read_text().splitlines():          # as written before dtype existed
+        r = _json.loads(line)
+        del r["settings"]["dtype"], r["dtype"]
+        old.append(_json.dumps(r))
+    path.write_text("\n".join(old) + "\n")
+    manifest = tmp_path / "s.jsonl.grid.json"
+    grid_file = _json.loads(manifest.read_text())
+    del grid_file["fixed"]["dtype"]
+    manifest.write_text(_json.dumps(grid_file))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = run(grid, "lazy_limit", str(path), "serial", progress=False)
+    assert again == [] and len(path.read_text().splitlines()) == 2
+    f32 = run(Grid(d=4, L=[4, 6], steps=100, eval_every=50, n_test=32, dtype="float32"),
+              "lazy_limit", str(tmp_path / "f32.jsonl"), "serial", progress=False)
+    assert len(f32) == 2 and all("dtype='float32'" in r["key"] for r in f32)

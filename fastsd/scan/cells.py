@@ -61,8 +61,9 @@ def _post_init(self):
 
 
 def _key(self):
-    """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name."""
-    return settings_key(asdict(self))
+    """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name
+    (``late`` settings at their defaults left out, ``fastsd.params.Spec.keyed``)."""
+    return settings_key(MLP.keyed(asdict(self)))
 
 
 def _ensemble_key(self):

@@ -95,8 +95,9 @@ class Predictor:
         return s
 
     def key(self, settings):
-        """Return the stable key of a prepared cell."""
-        return settings_key(settings)
+        """Return the stable key of a prepared cell (``late`` settings at their defaults left
+        out, ``fastsd.params.Spec.keyed``)."""
+        return settings_key(settings if self.spec is None else self.spec.keyed(settings))
 
     def group_key(self, settings, backend="cpu"):
         """Return the key of the group the cell runs in (default: its own key).
