@@ -16,7 +16,8 @@ for a given gap.
 
 Every run is appended to ``--out`` (JSON lines, predictions included) as it
 finishes, and a rerun with the same ``--out`` computes only the runs not there
-yet. Runs go widest last, so a stopped run leaves the narrow widths complete.
+yet (``--report-only`` computes nothing). Runs go widest last, so a stopped run leaves the
+narrow widths complete.
 
     python examples/lazy_width.py --quick                      # d = 16, about 2 min
     python examples/lazy_width.py                              # d = 64, 128, 256; long
@@ -156,6 +157,8 @@ def main():
                     help="the networks' arithmetic (default float32, train's default)")
     ap.add_argument("--out", default="results/lazy_width.jsonl",
                     help="JSON-lines file of the runs, resumed when it exists")
+    ap.add_argument("--report-only", action="store_true",
+                    help="compute nothing: report the runs already in --out")
     ap.add_argument("--json", action="store_true", help="print the table and fits as JSON")
     ap.add_argument("--plot", help="write the gap against m to this image file")
     args = ap.parse_args()
@@ -181,7 +184,7 @@ def main():
     keys = [(d, L, s, w) for w in list(METHODS) + args.widths for d, L in args.cells
             for s in args.seeds]
     for key in keys:
-        if key in done:
+        if key in done or args.report_only:
             continue
         rec = run(key, args)
         recs.append(rec)

@@ -21,7 +21,7 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "lazy networks (m = 4096) and the exact lazy limit over d x L, with L*(d) fitted"
-QUICK_WALL_TIME = "294 s"
+QUICK_WALL_TIME = "206 s"
 
 
 def paper_lattice(lo, hi):
