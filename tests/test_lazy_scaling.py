@@ -74,6 +74,30 @@ def test_the_paper_lattice_is_the_paper_grid_extended_at_its_spacing():
         paper_lattice(0, 10)
 
 
+def test_the_example_passes_the_limit_dtype_and_keeps_dtypes_apart(tmp_path, monkeypatch):
+    ex = _example()
+    seen = []
+
+    def fake_cell(d, L, *, seed, dtype, **kw):
+        seen.append(dtype)
+        return {"d": d, "L": L, "seed": seed, "steps": 1000, "dtype": dtype,
+                "best_test_accuracy": 0.5 + 0.5 * np.tanh(np.log(L / 100.0))}
+
+    monkeypatch.setattr(ex, "lazy_cell", fake_cell)
+    out = str(tmp_path / "o.jsonl")
+    for dtype in ("float32", "float32", "float64"):
+        monkeypatch.setattr("sys.argv", ["x", "--ds", "64", "--seeds", "0", "--steps", "1000",
+                                         "--L-range", "32", "512", "--workers", "1",
+                                         "--dtype", dtype, "--out", out])
+        from concurrent.futures import ThreadPoolExecutor
+        monkeypatch.setattr(ex, "ProcessPoolExecutor", ThreadPoolExecutor)
+        n = len(seen)
+        ex.main()
+        assert set(seen[n:]) <= {dtype}
+    first = seen.count("float32")
+    assert first > 0 and seen.count("float64") == first    # float32's rerun computed nothing
+
+
 @pytest.mark.parametrize("width", [None, 4096])
 @pytest.mark.parametrize("L_star", [40.0, 100.0, 700.0, 1e4, 2.0])
 def test_the_example_bisection_brackets_the_first_crossing(L_star, width, tmp_path,
@@ -126,8 +150,8 @@ def test_the_example_quick_keeps_the_ds_asked_for(tmp_path, monkeypatch, capsys)
     ex = _example()
     asked = []
     monkeypatch.setattr(ex, "ProcessPoolExecutor", ThreadPoolExecutor)
-    monkeypatch.setattr(ex, "search", lambda d, width, grid, seeds, level, steps, out, done:
-                        asked.append((d, width or 0, steps, grid[0], grid[-1])) or [])
+    monkeypatch.setattr(ex, "search", lambda d, width, grid, seeds, level, steps, out, done,
+                        dtype: asked.append((d, width or 0, steps, grid[0], grid[-1])) or [])
     monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "32",
                                      "--out", str(tmp_path / "q.jsonl")])
     ex.main()
