@@ -20,6 +20,7 @@ import numpy as np
 from .._rng import seed_sequence
 from .._validation import check_int
 from ..params import LAZY_LIMIT
+from ._reference import KINDS, REFINE, paired_kernels
 
 #: Spawn-key tag of the pair sample's stream (distinct from ``train``'s streams).
 _PAIR_TAG = 3001
@@ -250,7 +251,6 @@ def near_pairs(kernel, x, T1, T2, n2):
         The kernel from the vectors (Kahan's angle) minus the kernel from the dot
         products (what the products use), float64.
     """
-    from ._reference import REFINE, paired_kernels
     be = kernel.backend
     host = be.to_host
     L, d = kernel.S.shape
@@ -292,15 +292,10 @@ def near_pairs(kernel, x, T1, T2, n2):
     if not len(i):
         return (i, p), np.zeros(0)
     y = np.concatenate([S[u_tr[p]], S[v_tr[p]]], axis=1)
-    refined = paired_kernels(xh[i], y, nn)[_kind_index(kernel.kind)]
+    refined = paired_kernels(xh[i], y, nn)[KINDS[kernel.kind]]
     gram = host(be.kernel_entries(be.xp.asarray(dot[:, None]), be.xp.asarray(n2h[i]),
                                   be.xp.asarray(n2p[:, None]), kernel.kind))[:, 0]
     return (i, p), refined - gram
-
-
-def _kind_index(kind):
-    from ._reference import KINDS
-    return KINDS[kind]
 
 
 def accuracy(op, c, x, y):
