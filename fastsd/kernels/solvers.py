@@ -205,23 +205,19 @@ def choose_solver(name, size):
             raise SolveTooLargeError(why)
         return cls
     ranked = sorted(SOLVERS.values(), key=lambda c: (not c.auto_prefers(size), c.auto_rank))
-    if size.dtype != "float64":
-        # only the solvers with these products can serve, each taken as if named: "auto"'s
-        # speed preferences weigh solvers against one another, and there is no other
-        takers = [c for c in ranked if size.dtype in c.dtypes]
-        reasons = []
-        for cls in takers:
-            why = cls.refusal(size)
-            if why is None:
-                return cls
-            reasons.append(why)
-        raise SolveTooLargeError(" ".join(reasons))
+    # other products than float64: only the solvers offering them serve, each as if named
+    # ("auto"'s speed preferences weigh solvers against one another, and there is no other)
+    special = size.dtype != "float64"
     reasons = []
     for cls in ranked:
-        why = cls.auto_refusal(size)
+        if special and size.dtype not in cls.dtypes:
+            continue
+        why = cls.refusal(size) if special else cls.auto_refusal(size)
         if why is None:
             return cls
         reasons.append(why)
+    if special:
+        raise SolveTooLargeError(" ".join(reasons))
     insist = " or ".join(f"solver={c.name!r}" for c in ranked if c.refusal(size) is None)
     raise SolveTooLargeError(
         f"P = {size.P} training pairs is too many for an exact solve: {' and '.join(reasons)}; "
