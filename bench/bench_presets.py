@@ -115,12 +115,12 @@ def time_part(label, predictor, grid, args, workers):
     """The part's sample, extrapolation and peers, as a JSON-ready dict."""
     from fastsd import thread_limit
     from fastsd.scan.predictors import get_predictor
-    from fastsd.scan.runner import _pending_groups, _prepared_cells
+    from fastsd.scan.runner import _pending, _prepared_cells, _schedule
 
     pred = get_predictor(predictor)
     cells = _prepared_cells(grid, pred)
-    groups, _ = _pending_groups(pred, cells, set(), "cpu", None)
-    groups = [[p for _, _, p in g] for g in groups]
+    items = _schedule(_pending(0, pred, cells, set(), "cpu", None), [pred], 1, "cpu", None)
+    groups = [[p for _, _, p in it.group] for it in items]
     out = {"part": label, "predictor": predictor, "cells": len(cells), "groups": len(groups)}
     seconds = [pred.seconds(g, "cpu") for g in groups]
     if any(s is None for s in seconds):

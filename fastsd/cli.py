@@ -68,12 +68,15 @@ def _add_reproduce_parser(sub):
             "Run the grid of a figure of the paper through fastsd.scan, resuming from "
             "DIR/<figure>.jsonl (cells already there are skipped), then draw "
             "DIR/<figure>.png and .svg and print its table, with progress bars on stderr "
-            "(--quiet: none). 'all' does every figure.", 78),
+            "(--quiet: none). Several figures, or 'all' (every figure), run on one pool of "
+            "workers: every figure's groups in one queue, largest first, each figure drawn "
+            "once all have run.", 78),
         epilog=f"--quick wall time on the {QUICK_WALL_TIME_MACHINE} (Numba cache warm; the "
                f"first run compiles ~30 s more):\n{times}")
-    p.add_argument("figure", choices=FIGURES + ("all",),
-                   help="; ".join(f"{name}: {figure.HELP}" for name, figure in REGISTRY.items())
-                   + "; all: every figure in turn")
+    p.add_argument("figure", nargs="+", choices=FIGURES + ("all",), metavar="FIGURE",
+                   help="one or more of: "
+                   + "; ".join(f"{name}: {figure.HELP}" for name, figure in REGISTRY.items())
+                   + "; all: every figure")
     p.add_argument("--quick", action="store_true",
                    help="a reduced grid that runs in a few minutes on a laptop")
     p.add_argument("--out", default="results", metavar="DIR",
@@ -299,31 +302,34 @@ def _print_plan(result):
     print(f"  total: {result['remaining']} of {result['cells']} cells to compute, {total}{memory}")
 
 
-def _print_total(results, as_json):
-    """The whole run of several figures, one after another: its predicted wall time."""
+def _print_total(whole, as_json):
+    """The whole run of several figures on one pool: its predicted wall time."""
     from ._progress import clock
 
-    walls = [r["predicted_wall_s"] for r in results]
-    total = sum(walls) if all(w is not None for w in walls) else None
-    modelled = sum(w for w in walls if w is not None)
+    results = whole["figures"]
     if as_json:
-        print(json.dumps({"figure": "all", "figures": [r["figure"] for r in results],
-                          "workers": results[0]["workers"], "predicted_wall_s": total,
-                          "modelled_wall_s": modelled}, sort_keys=True))
+        print(json.dumps(dict(whole, figures=[r["figure"] for r in results]), sort_keys=True))
         return
-    workers = results[0]["workers"]
+    workers = whole["workers"]
     on = f" on {workers} worker{'s' * (workers != 1)}" if workers else ""
     missing = [r["figure"] for r in results if r["predicted_wall_s"] is None]
-    print(f"all {len(results)} figures, one after another: predicted {clock(modelled)}{on}"
-          + (f" for the modelled ones ({', '.join(missing)} not modelled)" if missing else ""))
+    if whole["modelled_wall_s"] is None:
+        print(f"{len(results)} figures: wall time not predicted (workers unknown)")
+        return
+    print(f"{len(results)} figures on one pool: predicted {clock(whole['modelled_wall_s'])}{on}"
+          + (f" for the modelled ones ({', '.join(missing)} not modelled)" if missing else "")
+          + f"; one after another it would be {clock(whole['one_after_another_s'])}")
 
 
 def _cmd_reproduce(args):
-    from .reproduce import plan, reproduce
+    from .reproduce import plan, plan_all, reproduce_all
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"`--out` must be a folder; got {args.out!r}, which is a file.")
-    figures = FIGURES if args.figure == "all" else (args.figure,)
+    if "all" in args.figure and len(args.figure) > 1:
+        args._parser.error(f"'all' is every figure: give it alone; got "
+                           f"{' '.join(args.figure)}")
+    figures = list(FIGURES) if args.figure == ["all"] else list(dict.fromkeys(args.figure))
     if args.workers is not None and not (args.dry_run or args.cluster):     # usage: exit 2
         args._parser.error(f"--workers plans a run on N workers (with --dry-run) or starts them "
                            f"(with --cluster): give it with either; got --workers "
@@ -337,35 +343,47 @@ def _cmd_reproduce(args):
     if args.dry_run:                # on a cluster: planned for --workers, no job submitted
         executor = None if args.cluster else _executor(args)
         try:
-            results = []
-            for figure in figures:
-                results.append(plan(figure, quick=args.quick, out=args.out,
-                                    backend=args.backend, executor=executor,
-                                    workers=args.workers))
+            if len(figures) == 1:
+                results = [plan(figures[0], quick=args.quick, out=args.out,
+                                backend=args.backend, executor=executor, workers=args.workers)]
+            else:
+                whole = plan_all(figures, quick=args.quick, out=args.out, backend=args.backend,
+                                 executor=executor, workers=args.workers)
+                results = whole["figures"]
+            for result in results:
                 if args.json:
-                    print(json.dumps(results[-1], sort_keys=True))
+                    print(json.dumps(result, sort_keys=True))
                 else:
-                    _print_plan(results[-1])
+                    _print_plan(result)
             if len(results) > 1:
-                _print_total(results, args.json)
+                _print_total(whole, args.json)
         finally:
             if executor not in (None, "serial"):
                 executor.close()
         return
     executor = _executor(args)              # before `reproduce` makes --out: a refusal
     try:                                    # leaves no folder behind
-        for figure in figures:
-            result = reproduce(figure, quick=args.quick, out=args.out, backend=args.backend,
-                               progress=not args.quiet, executor=executor)
-            if args.json:
-                print(json.dumps(result, sort_keys=True))
-                continue
-            print(f"{result['title']}\n{result['heading']}\n{result['table']}")
-            print(f"records: {', '.join(result['results'])}\n"
-                  f"figures: {', '.join(result['figures'])}\n")
+        try:
+            results = reproduce_all(figures, quick=args.quick, out=args.out,
+                                    backend=args.backend, progress=not args.quiet,
+                                    executor=executor)
+        except ScanError as exc:            # the figures that finished are drawn: shown first
+            _print_results(exc.results, args.json)
+            raise
+        _print_results(results, args.json)
     finally:
         if executor not in (None, "serial"):
             executor.close()
+
+
+def _print_results(results, as_json):
+    for result in results:
+        if as_json:
+            print(json.dumps(result, sort_keys=True))
+            continue
+        print(f"{result['title']}\n{result['heading']}\n{result['table']}")
+        print(f"records: {', '.join(result['results'])}\n"
+              f"figures: {', '.join(result['figures'])}\n")
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

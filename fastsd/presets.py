@@ -3,7 +3,7 @@
 The paper's presets live with their figures in ``fastsd.figures`` (each module
 a full grid and a ``-quick`` variant that runs in minutes on a laptop;
 ``fastsd.figures.PRESETS`` holds them all by name), and
-``fastsd.reproduce.run_preset`` runs one through ``fastsd.scan.run``.
+``fastsd.reproduce.run_presets`` runs them through ``fastsd.scan.run_many``.
 """
 from dataclasses import dataclass
 

@@ -2,85 +2,50 @@
 
 ``reproduce(figure)`` looks the figure up in ``fastsd.figures`` and runs its
 full or quick settings, a ``fastsd.presets.Preset``, into ``out`` through
-``run_preset``: every part with ``fastsd.scan.run`` into ``<out>/<name>.jsonl``
-(resuming: finished cells are skipped, so a rerun computes nothing it has).
+``run_presets``: every part into ``<out>/<name>.jsonl`` (resuming: finished
+cells are skipped, so a rerun computes nothing it has), all parts' groups in
+one queue on one pool (``fastsd.scan.run_many``). ``reproduce_all`` does the
+same for several figures at once.
 The figure's ``report`` then draws ``<out>/<name>.png`` and ``.svg`` and
 returns the table the ``fastsd reproduce`` command prints.
 """
 import errno
 import os
 import tempfile
-import warnings
 
-from . import _stop
-from ._dispatch import target_backend, traits
 from ._validation import check_choice
 from .figures import get_figure
 
 
-def run_preset(preset, out, *, progress=True, backend="auto", executor=None):
-    """Run every part of ``preset`` into ``out``; return its records by predictor.
+def run_presets(presets, out, *, progress=True, backend="auto", executor=None):
+    """Run every part of every preset into ``out``, all on one pool of workers.
+
+    Every group of every part goes to one queue, largest first
+    (``fastsd.scan.run_many``), so that the workers do not drain while one
+    part's or one figure's last, largest groups finish.
 
     Returns
     -------
-    records : dict of str to list of dict
-        The first stored record of each of the preset's cells, per part label.
-    stores : list of str
-        The store paths.
+    list of (dict, list, ScanError or None)
+        Per preset: its records by part label (the first stored record of
+        each of its cells), its store paths, and the error of its failed
+        cells, if any (the finished cells are saved).
     """
-    from .scan import cell_records, get_predictor, run
-    from .scan.mainguard import workers_unavailable
-    from .store import ResultStore
+    from .scan import cell_records
+    from .scan.runner import _part, run_parts
 
-    stores = [ResultStore(os.path.join(out, preset.store_name(label) + ".jsonl"))
-              for label, _, _ in preset.parts]
-    side_by_side = (executor is None and len(preset.parts) > 1
-                    and not traits(target_backend(backend)).one_process)
-    if side_by_side:
-        fallback = workers_unavailable()
-        if fallback is not None:
-            warnings.warn(fallback, RuntimeWarning, stacklevel=3)
-            side_by_side, executor = False, "serial"
-    with _stop.scope():
-        if side_by_side:
-            _run_parts(preset, stores, backend, progress)
-        else:
-            for (_, predictor, grid), store in zip(preset.parts, stores):
-                run(grid, predictor, store, executor, backend=backend, progress=progress)
-    records = {}
-    for (label, predictor, grid), store in zip(preset.parts, stores):
-        pred = get_predictor(predictor)
-        keys = [pred.key(pred.prepare(s)) for _, s in grid.cells()]
-        first = {r["key"]: r for r in cell_records(store, pred)}    # one record a cell
-        records.setdefault(label, []).extend(first[k] for k in keys if k in first)
-    return records, [store.path for store in stores]
-
-
-def _run_parts(preset, stores, backend, progress):
-    """Run the parts of ``preset`` side by side, one thread each, on one pool of workers.
-
-    The parts share single-threaded workers, so that a part's last, largest
-    groups do not leave cores idle while the next part waits. On Ctrl-C or
-    SIGTERM the main thread asks every part to stop (``fastsd._stop``) before
-    it waits for them: none writes another cell, and the workers are
-    terminated.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .scan import run
-    from ._threads import cpu_count
-    from .scan.executors import local_pool
-
-    with local_pool(cpu_count(), 1) as pool, ThreadPoolExecutor(len(stores)) as parts:
-        try:
-            runs = [parts.submit(run, grid, predictor, store, pool, backend=backend,
-                                 progress=progress, threads=1)
-                    for (_, predictor, grid), store in zip(preset.parts, stores)]
-            for r in runs:
-                r.result()
-        except KeyboardInterrupt:
-            _stop.request()
-            raise
+    runs = [(preset, label, _part(grid, predictor,
+                                  os.path.join(out, preset.store_name(label) + ".jsonl")))
+            for preset in presets for label, predictor, grid in preset.parts]
+    _, errors = run_parts([p for _, _, p in runs], executor, backend, None, None, progress)
+    results = {id(preset): ({}, [], None) for preset in presets}
+    for (preset, label, part), error in zip(runs, errors):
+        records, stores, first_error = results[id(preset)]
+        first = {r["key"]: r for r in cell_records(part.store, part.pred)}  # one record a cell
+        records.setdefault(label, []).extend(first[k] for k in part.cells if k in first)
+        stores.append(part.store.path)
+        results[id(preset)] = (records, stores, first_error or error)
+    return [results[id(preset)] for preset in presets]
 
 
 def plan(figure, *, quick=False, out="results", backend="auto", executor=None, workers=None):
@@ -91,10 +56,10 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
     "mlp_image" predictors, the predicted wall time on this machine (the
     measured cost model of ``fastsd.mlp.costs``) and the memory of the
     largest group; for "bayes" its time by shipped prices
-    (``fastsd.bayes.predicted_seconds``). The parts' groups share the local workers (as
-    ``run_preset`` runs them side by side), so the figure's time is that of
-    all its groups on those workers. No folder, store, lock or figure is
-    created.
+    (``fastsd.bayes.predicted_seconds``). The parts' groups share the workers
+    in one queue (as ``run_presets`` runs them), so the figure's time is that
+    of all its groups on those workers (``fastsd.scan.runner.plan_many``).
+    No folder, store, lock or figure is created.
 
     Parameters
     ----------
@@ -123,26 +88,16 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
     ValueError
         For an unknown figure, or a store of a different grid.
     """
-    from ._dispatch import BACKENDS
     from ._memory import available_bytes
-    from .scan import plan as plan_grid
-    from .scan.runner import predicted_wall
+    from .scan.runner import plan_many
 
-    fig = get_figure(figure)
-    check_choice("backend", backend, BACKENDS)
-    out = _check_out(out, create=False)
-    spec = fig.QUICK if quick else fig.FULL
+    spec, out, runs = _plan_runs(figure, quick, out, backend)
+    plans, wall = plan_many(runs, executor, backend=backend, workers=workers)
     result = {"figure": spec.name, "title": spec.title, "dry_run": True, "grid": True,
-              "parts": [], "available_bytes": available_bytes()}
-    plans = []
-    for label, predictor, grid in spec.parts:
-        store = os.path.join(out, spec.store_name(label) + ".jsonl")
-        plans.append(plan_grid(grid, predictor, store, executor, backend=backend,
-                               workers=workers))
-        result["parts"].append(dict(plans[-1].to_json(), label=label))
+              "parts": [dict(p.to_json(), label=label)
+                        for p, (label, _, _) in zip(plans, spec.parts)],
+              "available_bytes": available_bytes()}
     workers = plans[0].workers
-    modelled = [s for p in plans if p.modelled for s in p.group_seconds]
-    wall = None if workers is None else predicted_wall(modelled, workers) if modelled else 0.0
     memory = [m for p in plans for m in p.group_memory if m is not None]
     seconds = wall if all(p.modelled for p in plans) else None
     return dict(result, cells=sum(p.cells for p in plans), done=sum(p.done for p in plans),
@@ -151,6 +106,68 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
                 modelled_seconds=wall, memory_bytes=max(memory) if memory else None,
                 peak_memory_bytes=sum(sorted(memory, reverse=True)[:workers or 1])
                 if memory else None)
+
+
+def _plan_runs(figure, quick, out, backend):
+    """The figure's settings, ``out`` checked, and its parts as (grid, predictor, store)."""
+    from ._dispatch import BACKENDS
+
+    fig = get_figure(figure)
+    check_choice("backend", backend, BACKENDS)
+    out = _check_out(out, create=False)
+    spec = fig.QUICK if quick else fig.FULL
+    return spec, out, [(grid, predictor, os.path.join(out, spec.store_name(label) + ".jsonl"))
+                       for label, predictor, grid in spec.parts]
+
+
+def plan_all(figures, *, quick=False, out="results", backend="auto", executor=None,
+             workers=None):
+    """What ``reproduce_all(figures)`` would run: each figure's plan, and the whole run's
+    predicted wall time with every figure's groups on one pool.
+
+    Parameters
+    ----------
+    figures : sequence of str
+        Names in ``fastsd.figures.FIGURES``.
+    quick, out, backend, executor, workers
+        As ``plan``.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``figure`` ("all"), ``figures`` (each figure's ``plan``,
+        whose ``predicted_wall_s`` is that figure alone on the workers),
+        ``workers``, ``predicted_wall_s`` (all the figures' groups in one
+        queue, largest first, as ``reproduce_all`` runs them; None where a
+        figure is not modelled), ``modelled_wall_s`` (the same over the
+        modelled figures) and ``one_after_another_s`` (the sum of the
+        figures' own wall times, over the modelled figures: the run of the
+        figures in turn).
+
+    Raises
+    ------
+    ValueError
+        As ``plan``, and for an empty ``figures``.
+    """
+    from .scan.runner import plan_many
+
+    figures = _figure_list(figures)
+    plans = [plan(f, quick=quick, out=out, backend=backend, executor=executor, workers=workers)
+             for f in figures]
+    runs = [r for f in figures for r in _plan_runs(f, quick, out, backend)[2]]
+    _, wall = plan_many(runs, executor, backend=backend, workers=workers)
+    modelled = all(p["predicted_wall_s"] is not None for p in plans)
+    return {"figure": "all", "figures": plans, "workers": plans[0]["workers"],
+            "predicted_wall_s": wall if modelled else None, "modelled_wall_s": wall,
+            "one_after_another_s": None if wall is None else
+            sum(p["modelled_seconds"] or 0.0 for p in plans)}
+
+
+def _figure_list(figures):
+    if isinstance(figures, str) or not len(figures):
+        raise ValueError(f"`figures` must be a non-empty list of figure names; got "
+                         f"{figures!r}.")
+    return list(figures)
 
 
 def _check_out(out, create):
@@ -218,15 +235,68 @@ def reproduce(figure, *, quick=False, out="results", progress=True, backend="aut
     fastsd.scan.ScanError
         When some cells failed; the finished ones are saved.
     """
-    from ._dispatch import BACKENDS, resolve_backend
+    return reproduce_all([figure], quick=quick, out=out, progress=progress, backend=backend,
+                         executor=executor)[0]
 
-    fig = get_figure(figure)
+
+def reproduce_all(figures, *, quick=False, out="results", progress=True, backend="auto",
+                  executor=None):
+    """Run several figures on one pool of workers, then draw and tabulate each.
+
+    Every group of every figure goes to one queue, largest first
+    (``run_presets``), so that a cluster does not drain between figures; the
+    figures are drawn once all the groups have run.
+
+    Parameters
+    ----------
+    figures : sequence of str
+        Names in ``fastsd.figures.FIGURES``.
+    quick, out, progress, backend, executor
+        As ``reproduce``.
+
+    Returns
+    -------
+    list of dict
+        Each figure's result, as ``reproduce`` returns it, in the order of ``figures``.
+
+    Raises
+    ------
+    ValueError, BackendUnavailableError
+        As ``reproduce``, before anything runs; ValueError also for an empty
+        ``figures`` or a figure named twice.
+    fastsd.scan.ScanError
+        When some cells failed, after every group has run and the figures
+        whose cells all finished are drawn: its ``results`` holds theirs.
+        The finished cells are saved; a rerun computes only the others.
+    """
+    from ._dispatch import BACKENDS, resolve_backend
+    from .scan import ScanError
+
+    figs = [get_figure(f) for f in _figure_list(figures)]
+    if len({f.FULL.name for f in figs}) < len(figs):
+        raise ValueError(f"`figures` must name each figure once; got {list(figures)!r}.")
     check_choice("backend", backend, BACKENDS)
     resolve_backend(backend)            # one that cannot run here fails before `out` is made
     out = _check_out(out, create=True)  # fail on a bad folder before any training
-    spec = fig.QUICK if quick else fig.FULL
-    records, stores = run_preset(spec, out, progress=progress, backend=backend,
-                                 executor=executor)
-    heading, table, summary, figures = fig.report(spec, records, os.path.join(out, spec.name))
-    return {"figure": spec.name, "title": spec.title, "heading": heading, "table": table,
-            "summary": summary, "results": stores, "figures": figures}
+    specs = [f.QUICK if quick else f.FULL for f in figs]
+    results, failed = [], []
+    for fig, spec, (records, stores, error) in zip(
+            figs, specs, run_presets(specs, out, progress=progress, backend=backend,
+                                     executor=executor)):
+        if error is not None:
+            failed.append((spec.name, error))
+            continue
+        heading, table, summary, images = fig.report(spec, records, os.path.join(out, spec.name))
+        results.append({"figure": spec.name, "title": spec.title, "heading": heading,
+                        "table": table, "summary": summary, "results": stores,
+                        "figures": images})
+    if not failed:
+        return results
+    if len(failed) == 1 and len(figs) == 1:
+        exc = failed[0][1]
+    else:
+        exc = ScanError(f"cells of {len(failed)} of {len(figs)} figures failed (the others are "
+                        "drawn): " + "; ".join(f"{name}: {e}" for name, e in failed))
+        exc.__cause__ = failed[0][1]
+    exc.results = results
+    raise exc

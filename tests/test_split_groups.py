@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fastsd.figures import fig1c
 from fastsd.scan import Grid, plan, run
-from fastsd.scan.runner import _split_long
+from fastsd.scan.runner import _Item, _split_long
 
 
 class _Ensemble:
@@ -36,18 +36,18 @@ def test_split_keeps_every_cell_once_and_bounds_the_longest_group(groups, worker
     for sizes in groups:
         g = [(f"k{n + i}", None, {"work": w}) for i, w in enumerate(sizes)]
         n += len(sizes)
-        items.append((pred.seconds([c for _, _, c in g], "cpu", None), g))
-    out = _split_long(pred, items, workers, "cpu", None)
-    keys = [k for _, g in out for k, _, _ in g]
+        items.append(_Item(pred.seconds([c for _, _, c in g], "cpu", None), True, 0, g))
+    out = _split_long([pred], items, workers, "cpu", None)
+    keys = [k for it in out for k, _, _ in it.group]
     assert sorted(keys) == sorted(f"k{i}" for i in range(n))        # each cell once
-    whole = {k: [c[0] for c in g] for _, g in items for k, *_ in g}
-    for _, g in out:                                                # contiguous pieces
-        ks = [k for k, _, _ in g]
+    whole = {k: [c[0] for c in it.group] for it in items for k, *_ in it.group}
+    for it in out:                                                  # contiguous pieces
+        ks = [k for k, _, _ in it.group]
         source = whole[ks[0]]
         start = source.index(ks[0])
         assert source[start:start + len(ks)] == ks
-    total = sum(w for w, _ in out)
-    assert all(len(g) < 2 or w <= total / workers for w, g in out)
+    total = sum(it.work for it in out)
+    assert all(len(it.group) < 2 or it.work <= total / workers for it in out)
     if workers == 1:
         assert out == items
 

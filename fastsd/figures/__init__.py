@@ -6,7 +6,7 @@ A figure's module holds all of that figure:
   runs in minutes on a laptop, each a ``fastsd.presets.Preset`` of scan parts
   (a grid over the settings of one predictor: trained networks, the lazy limit,
   walkers, the Bayes-optimal classifiers, a figure's pair of trained models, the
-  max-margin matrix), which ``fastsd.reproduce.run_preset`` runs into
+  max-margin matrix), which ``fastsd.reproduce.run_presets`` runs into
   ``<out>/<name>.jsonl`` (one store per part when there are several).
 * ``report(spec, records, prefix) -> (heading, table, summary, figures)``,
   ``records`` the stored records of each part by label, in grid order:

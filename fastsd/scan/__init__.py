@@ -9,11 +9,12 @@ from ..conventions import derive_task_seed, gamma_group, gamma_label, gamma_name
 from .cells import Cell
 from .grid import Grid
 from .predictors import PREDICTORS, Predictor, cell_record, get_predictor, train_cells
-from .runner import Plan, ScanError, cell_records, load, plan, run
+from .runner import Plan, ScanError, cell_records, load, plan, plan_many, run, run_many
 from .tables import format_activation_table, format_table, summarize, summarize_activation
 
 __all__ = ["Cell", "Grid", "PREDICTORS", "Plan", "Predictor", "ScanError", "cell_record",
            "cell_records", "derive_task_seed", "format_activation_table", "format_table",
            "gamma_group",
-           "gamma_label", "gamma_name", "get_predictor", "lazy_gamma", "load", "plan", "run",
+           "gamma_label", "gamma_name", "get_predictor", "lazy_gamma", "load", "plan", "plan_many",
+           "run", "run_many",
            "summarize", "summarize_activation", "train_cells"]

@@ -1,10 +1,12 @@
 """Run a grid through a predictor into a resumable store, and load the results."""
+import contextlib
 import heapq
 import importlib.util
 import os
 import time
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .._dispatch import BACKENDS, target_backend, traits
 from .. import _progress, _stop
@@ -144,6 +146,81 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
     ...                                          progress=False)]
     [0.75, 0.908, 0.949]
     """
+    return run_many([(grid, predictor, store)], executor, backend=backend, dtype=dtype,
+                    threads=threads, progress=progress)[0]
+
+
+def run_many(runs, executor=None, *, backend="auto", dtype=None, threads=None, progress=True):
+    """Run several grids, each into its own store, on one executor: every group of every grid
+    in one queue, largest first.
+
+    As ``run`` for each ``(grid, predictor, store)``, except that the groups of
+    all grids share the workers: a cluster does not drain while one grid's
+    last, largest groups finish before the next grid starts (``fastsd
+    reproduce all`` runs every figure so). The groups whose time the
+    predictors model go largest first by predicted seconds, after those
+    whose time is not modelled; a splittable group longer than all the
+    modelled work over the workers is split, as ``run`` splits it.
+
+    Parameters
+    ----------
+    runs : sequence of (Grid, str, store)
+        The grids, their predictors and their stores (distinct files).
+    executor, backend, dtype, threads, progress
+        As ``run`` (one progress bar a grid).
+
+    Returns
+    -------
+    list of list of dict
+        The records written for each grid, as ``run`` returns them.
+
+    Raises
+    ------
+    TypeError, ValueError, BackendUnavailableError, StoreLockedError
+        As ``run``, before anything runs; ValueError also for two runs on one store.
+    ScanError
+        After every grid has run, for the first grid with failed cells (the
+        finished cells of all grids are saved).
+    """
+    _check_run_options(backend, dtype, executor)
+    parts = [_part(*_run_triple(r)) for r in runs]
+    written, errors = run_parts(parts, executor, backend, dtype, threads, progress)
+    for error in errors:
+        if error is not None:
+            raise error
+    return written
+
+
+def _run_triple(run):
+    try:
+        grid, predictor, store = run
+    except (TypeError, ValueError):
+        raise TypeError(f"each of `runs` must be a (grid, predictor, store) triple; got "
+                        f"{run!r}.") from None
+    return grid, predictor, store
+
+
+def _check_run_options(backend, dtype, executor):
+    """The options ``run`` and ``plan`` share, checked; returns the target backend."""
+    check_choice("backend", backend, BACKENDS)
+    check_choice("dtype", dtype, (None, "float32", "float64"))
+    check_executor(executor)
+    return target_backend(backend)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One grid of a run, validated: its predictor, its store and its prepared cells
+    ({key: (coords, settings)})."""
+
+    grid: Grid
+    pred: object
+    store: ResultStore
+    cells: dict
+
+
+def _part(grid, predictor, store):
+    """A ``Part``: the grid, predictor and store checked and every cell prepared."""
     if not isinstance(grid, Grid):
         raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
     if len(grid) > MAX_CELLS:
@@ -151,21 +228,40 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                          f"kept in memory before anything runs); got {len(grid):,}. Split it "
                          f"into several grids on the same store.")
     pred = get_predictor(predictor)
-    check_choice("backend", backend, BACKENDS)
-    check_choice("dtype", dtype, (None, "float32", "float64"))
+    store = _as_store(store)
+    return Part(grid, pred, store, _prepared_cells(grid, pred))
+
+
+def _distinct_stores(parts):
+    seen = set()
+    for p in parts:
+        path = os.path.realpath(p.store.path)
+        if path in seen:
+            raise ValueError(f"each run must have its own store; got {p.store.path!r} twice.")
+        seen.add(path)
+
+
+def run_parts(parts, executor, backend, dtype, threads, progress):
+    """Compute what the stores of ``parts`` miss, on one executor, in one queue of groups.
+
+    The options are checked as ``run`` checks them, and the stores checked
+    writable and locked, all of them before any group runs. Returns the
+    records written per part and, per part, None or the ``ScanError`` of its
+    failed cells (its finished cells saved).
+    """
+    target = _check_run_options(backend, dtype, executor)
     if threads is not None:
         threads = check_int("threads", threads, 1)
-    check_executor(executor)
-    target = target_backend(backend)
-    store = _as_store(store)
     if executor is None and traits(target).one_process:
         executor = "serial"         # one GPU: one process drives it
-
-    cells = _prepared_cells(grid, pred)
-    store.check_writable()                  # before the lock and any group
-    with store.lock(), _stop.scope():
-        return _compute(store, pred, grid, cells, executor, target, backend, dtype, threads,
-                        progress)
+    _distinct_stores(parts)
+    for p in parts:
+        p.store.check_writable()            # before the locks and any group
+    with contextlib.ExitStack() as stack:
+        for p in parts:
+            stack.enter_context(p.store.lock())
+        stack.enter_context(_stop.scope())
+        return _compute(parts, executor, target, backend, dtype, threads, progress)
 
 
 def _prepared_cells(grid, pred):
@@ -188,50 +284,98 @@ def _prepared_cells(grid, pred):
     return cells
 
 
-def _pending_groups(pred, cells, done, target, dtype, workers=1):
-    """The groups of the cells not in ``done``, largest first, and each one's work.
+class _Item(NamedTuple):
+    """One group of a run: its work, whether that is predicted seconds (``modelled``) or a
+    relative cost, its part's index and its cells, (key, coords, prepared settings) each."""
 
-    A group is a list of (key, coords, prepared settings). Its work is the
-    predictor's predicted seconds on one thread (``Predictor.seconds``), or,
-    where it has no model, the sum of its cells' relative costs. On ``workers``
-    > 1, a ``splittable`` predictor's groups that would set the critical path
-    are halved (``_split_long``).
+    work: float
+    modelled: bool
+    part: int
+    group: list
+
+
+def _pending(k, pred, cells, done, target, dtype):
+    """The groups of part ``k``'s cells not in ``done``, as ``_Item``s.
+
+    A group's work is the predictor's predicted seconds on one thread
+    (``Predictor.seconds``), or, where it has no model, the sum of its
+    cells' relative costs.
     """
     groups = {}
     for key, (coords, prepared) in cells.items():
         if key not in done:
             groups.setdefault(pred.group_key(prepared, target), []).append(
                 (key, coords, prepared))
-    items = [(_work(pred, g, target, dtype), g) for g in groups.values()]
-    if pred.splittable and workers > 1:
-        items = _split_long(pred, items, workers, target, dtype)
-    items.sort(key=lambda item: -item[0])
-    return [g for _, g in items], [w for w, _ in items]
+    return [_item(pred, k, g, target, dtype) for g in groups.values()]
 
 
-def _work(pred, group, target, dtype):
+def _item(pred, k, group, target, dtype):
     seconds = pred.seconds([p for _, _, p in group], target, dtype)
-    return seconds if seconds is not None else sum(pred.cost(p) for _, _, p in group)
+    if seconds is not None:
+        return _Item(seconds, True, k, group)
+    return _Item(sum(pred.cost(p) for _, _, p in group), False, k, group)
 
 
-def _split_long(pred, items, workers, target, dtype):
-    """Halve the longest group of two cells or more while it takes longer than all the work
-    over ``workers`` (the wall time of a perfect share): it would set the critical path.
+def _schedule(items, preds, workers, target, dtype):
+    """The ``_Item``s of the parts whose predictors are ``preds``, in the order the executor
+    gets them.
+
+    Seconds and relative costs do not compare: the groups whose time is not
+    modelled go first (each part's largest first), then the modelled ones,
+    largest first. On ``workers`` > 1, the splittable groups of each unit
+    (all the modelled seconds; one part's relative costs) that would set
+    the critical path are halved (``_split_long``).
+    """
+    units = {}
+    for item in items:
+        units.setdefault(None if item.modelled else item.part, []).append(item)
+    order = []
+    for unit in sorted(units, key=lambda u: (u is None, u or 0)):
+        group = units[unit]
+        if workers > 1:
+            group = _split_long(preds, group, workers, target, dtype)
+        order += sorted(group, key=lambda item: -item.work)
+    return order
+
+
+#: How far ``_split_long`` looks for a shorter wall time: down to groups of this fraction of
+#: a perfect share of the work; and the gain a further split must bring (a fraction of the
+#: wall time) to be kept, since each loses what the group's models share.
+SPLIT_DEPTH = 0.1
+SPLIT_GAIN = 0.005
+
+
+def _split_long(preds, items, workers, target, dtype):
+    """Halve the longest splittable group of two cells or more while it takes longer than all
+    the work over ``workers`` (the wall time of a perfect share): it would set the critical
+    path. Then go on halving the longest down to ``SPLIT_DEPTH`` of the share, and keep the
+    split with the shortest predicted wall time (``predicted_wall``; a split kept must
+    shorten it by ``SPLIT_GAIN``): groups just under the share can still leave workers idle
+    at the end, and one halving alone may not show it (several groups of one length).
 
     Splitting loses what the group's models share (on the CPU, their test sets and
     batches) and changes no record: each model of a ``train_ensemble`` gives the numbers
-    it gives alone. ``items`` are (work, group) pairs; returns them, split.
+    it gives alone. ``items`` are ``_Item``s of one unit of work, ``preds`` the parts'
+    predictors; returns the items, split.
     """
-    items = list(items)
+    items, best, best_wall = list(items), None, None
     while True:
-        many = [k for k in range(len(items)) if len(items[k][1]) > 1]
-        i = max(many, key=lambda k: items[k][0], default=None)
-        if i is None or items[i][0] <= sum(x for x, _ in items) / workers:
-            return items
-        g = items[i][1]
-        half = len(g) // 2
-        items[i:i + 1] = [(_work(pred, part, target, dtype), part)
-                          for part in (g[:half], g[half:])]
+        many = [i for i, it in enumerate(items) if len(it.group) > 1 and preds[it.part].splittable]
+        i = max(many, key=lambda i: items[i].work, default=None)
+        share = sum(it.work for it in items) / workers
+        if i is not None and items[i].work <= share and best is None:
+            best, best_wall = items, predicted_wall([it.work for it in items], workers)
+        if i is None or items[i].work < SPLIT_DEPTH * share:
+            break
+        it = items[i]
+        half = len(it.group) // 2
+        items = items[:i] + [_item(preds[it.part], it.part, part, target, dtype)
+                             for part in (it.group[:half], it.group[half:])] + items[i + 1:]
+        if best is not None:
+            wall = predicted_wall([it.work for it in items], workers)
+            if wall < (1 - SPLIT_GAIN) * best_wall:
+                best, best_wall = items, wall
+    return items if best is None else best
 
 
 def predicted_wall(seconds, workers):
@@ -257,61 +401,87 @@ def _workers_of(executor, target):
     return getattr(executor, "_max_workers", 1)
 
 
-def _compute(store, pred, grid, cells, executor, target, backend, dtype, threads, progress):
-    """The part of ``run`` after validation, with the store locked: compute what is missing."""
-    fresh = store.grid_signature() is None
-    _check_stored_settings(store, pred)
-    store.bind(grid.signature(pred.name), pred.defaults)
-
-    done = {r["key"] for r in cell_records(store, pred)}
-    groups, work = _pending_groups(pred, cells, done, target, dtype,
-                                   _workers_of(executor, target))
-    jobs = [(pred.name, [p for _, _, p in g], backend, dtype) for g in groups]
-    n_done = len(cells) - sum(len(g) for g in groups)
+def _compute(parts, executor, target, backend, dtype, threads, progress):
+    """The part of ``run_parts`` after validation, with the stores locked: compute what is
+    missing."""
+    fresh = [p.store.grid_signature() is None for p in parts]
+    for p in parts:
+        _check_stored_settings(p.store, p.pred)
+        p.store.bind(p.grid.signature(p.pred.name), p.pred.defaults)
+    items = [it for k, p in enumerate(parts)
+             for it in _pending(k, p.pred, p.cells, {r["key"] for r in cell_records(p.store,
+                                                                                p.pred)},
+                                target, dtype)]
+    preds = [p.pred for p in parts]
+    items = _schedule(items, preds, _workers_of(executor, target), target, dtype)
+    jobs = [(preds[it.part].name, [s for _, _, s in it.group], backend, dtype) for it in items]
     if executor is None and jobs:
         fallback = workers_unavailable()
         if fallback is not None:
-            warnings.warn(fallback, RuntimeWarning, stacklevel=3)
+            warnings.warn(fallback, RuntimeWarning, stacklevel=5)
             executor = "serial"
 
-    written, failed = [], []
-    # The bar counts predicted work (seconds on one thread, where the predictor has a model),
-    # so that its percentage and tqdm's time left follow the time, not the cell count.
-    modelled = bool(jobs) and pred.seconds(jobs[0][1], target, dtype) is not None
+    written, failed = [[] for _ in parts], [[] for _ in parts]
+    n_done = [len(p.cells) for p in parts]
+    for it in items:
+        n_done[it.part] -= len(it.group)
     workers = _workers_of(executor, target)
-    first = (f"; predicted {_progress.clock(predicted_wall(work, workers))} on {workers} worker"
-             f"{'s' * (workers > 1)}" if modelled and executor in (None, "serial") else "")
-    with _progress.bar(progress, total=sum(work) if jobs else 1, initial=0 if jobs else 1,
-                       smoothing=0, desc=f"{pred.name} cells",
-                       bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
-                                  "[{elapsed}<{remaining}]") as bar:
-        bar.set_postfix_str(f"{n_done}/{len(cells)} cells{first}")
+    with contextlib.ExitStack() as stack:
+        bars = [_bar(stack, progress, p, [it for it in items if it.part == k], n_done[k],
+                     workers, executor, len(parts))
+                for k, p in enumerate(parts)]
         for i, records, error in submit_groups(executor, jobs, threads):
+            it = items[i]
+            p = parts[it.part]
             if error is not None:
-                failed.append((groups[i], error))
+                failed[it.part].append((it.group, error))
                 continue
-            for (key, coords, prepared), record in zip(groups[i], records):
+            for (key, coords, prepared), record in zip(it.group, records):
                 record = strict_json(dict(
-                    record, key=key, predictor=pred.name, coords=coords, settings=prepared,
+                    record, key=key, predictor=p.pred.name, coords=coords, settings=prepared,
                     finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
                 with _stop.writing():
-                    store.write(record)
-                written.append(record)
-            bar.set_postfix_str(f"{n_done + len(written)}/{len(cells)} cells", refresh=False)
-            bar.update(work[i])
-    if failed:
-        stored = os.path.exists(store.path)
-        if fresh and not stored:        # nothing stored: leave no binding
-            os.remove(store.grid_path)
-        n_failed = sum(len(g) for g, _ in failed)
-        n_stored = n_done + len(written)
-        saved = (f"the {n_stored} finished cells are saved in {store.path}, and rerunning "
-                 "retries only the others" if stored and n_stored else "nothing was stored")
-        group, error = failed[0]
-        raise ScanError(
-            f"{n_failed} of {len(cells)} cells failed; {saved}. First failure, in the cell "
-            f"{group[0][1]}: {_describe(error)}") from error
-    return written
+                    p.store.write(record)
+                written[it.part].append(record)
+            bars[it.part].set_postfix_str(
+                f"{n_done[it.part] + len(written[it.part])}/{len(p.cells)} cells", refresh=False)
+            bars[it.part].update(it.work)
+    errors = [None if not failed[k] else
+              _failure(p, fresh[k], failed[k], n_done[k] + len(written[k]))
+              for k, p in enumerate(parts)]
+    return written, errors
+
+
+def _bar(stack, progress, part, items, n_done, workers, executor, n_parts):
+    """A part's progress bar, entered on ``stack``. It counts predicted work (seconds on one thread, where the
+    predictor has a model), so that its percentage and tqdm's time left follow the time, not
+    the cell count; a run of one part also shows its predicted wall time."""
+    modelled = bool(items) and items[0].modelled
+    first = (f"; predicted {_progress.clock(predicted_wall([it.work for it in items], workers))}"
+             f" on {workers} worker{'s' * (workers > 1)}"
+             if modelled and n_parts == 1 and executor in (None, "serial") else "")
+    bar = stack.enter_context(_progress.bar(
+        progress, total=sum(it.work for it in items) if items else 1, initial=0 if items else 1,
+        smoothing=0, desc=f"{part.pred.name} cells",
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}]"))
+    bar.set_postfix_str(f"{n_done}/{len(part.cells)} cells{first}")
+    return bar
+
+
+def _failure(part, fresh, failed, n_stored):
+    """The ``ScanError`` of a part's failed groups ((group, error) pairs); a fresh store with
+    nothing stored loses its binding."""
+    stored = os.path.exists(part.store.path)
+    if fresh and not stored:        # nothing stored: leave no binding
+        os.remove(part.store.grid_path)
+    n_failed = sum(len(g) for g, _ in failed)
+    saved = (f"the {n_stored} finished cells are saved in {part.store.path}, and rerunning "
+             "retries only the others" if stored and n_stored else "nothing was stored")
+    group, error = failed[0]
+    exc = ScanError(f"{n_failed} of {len(part.cells)} cells failed; {saved}. First failure, in "
+                    f"the cell {group[0][1]}: {_describe(error)}")
+    exc.__cause__ = error
+    return exc
 
 
 @dataclass(frozen=True)
@@ -422,27 +592,66 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     TypeError, ValueError, BackendUnavailableError
         As ``run`` before anything runs.
     """
-    if not isinstance(grid, Grid):
-        raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
-    pred = get_predictor(predictor)
-    check_choice("backend", backend, BACKENDS)
-    check_choice("dtype", dtype, (None, "float32", "float64"))
-    check_executor(executor)
-    target = target_backend(backend)
+    plans, _ = plan_many([(grid, predictor, store)], executor, backend=backend, dtype=dtype,
+                         workers=workers)
+    return plans[0]
+
+
+def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
+    """What ``run_many(runs, ...)`` would compute, and its predicted wall time.
+
+    As ``plan`` for each ``(grid, predictor, store)``, with the groups split
+    and handed out as ``run_many`` hands them out: all grids' groups in one
+    queue on the same workers.
+
+    Parameters
+    ----------
+    runs : sequence of (Grid, str, store)
+    executor, backend, dtype, workers
+        As ``plan``.
+
+    Returns
+    -------
+    plans : list of Plan
+        One a grid (its ``seconds``: that grid's groups alone on the workers).
+    seconds : float or None
+        The predicted wall time of all the modelled groups together on the
+        workers (None: the workers unknown); groups whose time is not
+        modelled are left out of it.
+
+    Raises
+    ------
+    TypeError, ValueError, BackendUnavailableError
+        As ``run_many`` before anything runs.
+    """
+    target = _check_run_options(backend, dtype, executor)
     if workers is not None:
         workers = check_int("workers", workers, 1)
     elif executor in (None, "serial"):         # another executor's wall time is not predicted
         workers = _workers_of(executor, target)
-    store = _as_store(store)
-    cells = _prepared_cells(grid, pred)
-    _check_stored_settings(store, pred)
-    store.check_writable(create=False)      # as run would, making nothing
-    store.check_binding(grid.signature(pred.name), pred.defaults)
-    done = {r["key"] for r in cell_records(store, pred)}
-    groups, _ = _pending_groups(pred, cells, done, target, dtype,   # split as run splits
-                                workers or _workers_of(executor, target))
-    settings = [[p for _, _, p in g] for g in groups]
-    seconds = tuple(pred.seconds(g, target, dtype) for g in settings)
+    parts = [_part(*_run_triple(r)) for r in runs]
+    _distinct_stores(parts)
+    items = []
+    for k, p in enumerate(parts):
+        _check_stored_settings(p.store, p.pred)
+        p.store.check_writable(create=False)      # as run would, making nothing
+        p.store.check_binding(p.grid.signature(p.pred.name), p.pred.defaults)
+        done = {r["key"] for r in cell_records(p.store, p.pred)}
+        items += _pending(k, p.pred, p.cells, done, target, dtype)
+    items = _schedule(items, [p.pred for p in parts],       # split as run splits
+                      workers or _workers_of(executor, target), target, dtype)
+    plans = [_plan(p, [it for it in items if it.part == k], target, dtype, workers)
+             for k, p in enumerate(parts)]
+    modelled = [it.work for it in items if it.modelled]
+    return plans, None if workers is None else predicted_wall(modelled, workers) if modelled \
+        else 0.0
+
+
+def _plan(part, items, target, dtype, workers):
+    """The ``Plan`` of one part whose pending groups are ``items`` (largest first)."""
+    pred = part.pred
+    settings = [[p for _, _, p in it.group] for it in items]
+    seconds = tuple(it.work if it.modelled else None for it in items)
     known = {}
 
     def memory(g):          # the bytes depend on the sizes and the group's shape only
@@ -452,9 +661,9 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
         return known[shape]
 
     model = pred.cost_model(target, dtype) if seconds and seconds[0] is not None else None
-    return Plan(pred.name, store.path, target, len(cells), len(cells) - sum(map(len, groups)),
-                tuple(map(len, groups)), seconds, tuple(memory(g) for g in settings), workers,
-                model)
+    return Plan(pred.name, part.store.path, target, len(part.cells),
+                len(part.cells) - sum(len(g) for g in settings), tuple(map(len, settings)),
+                seconds, tuple(memory(g) for g in settings), workers, model)
 
 
 def cell_records(store, pred):
