@@ -32,9 +32,9 @@ def run_presets(presets, out, *, progress=True, backend="auto", executor=None):
         cells, if any (the finished cells are saved).
     """
     from .scan import cell_records
-    from .scan.runner import _part, run_parts
+    from .scan.runner import prepare_part, run_parts
 
-    runs = [(preset, label, _part(grid, predictor,
+    runs = [(preset, label, prepare_part(grid, predictor,
                                   os.path.join(out, preset.store_name(label) + ".jsonl")))
             for preset in presets for label, predictor, grid in preset.parts]
     _, errors = run_parts([p for _, _, p in runs], executor, backend, None, None, progress)

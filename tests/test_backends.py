@@ -160,7 +160,8 @@ def check_against_reference(r, R, dtype, label=""):
 #: Every path of every host backend of the mlp family (the registry's; "cuda" runs the same
 #: comparisons at simulator sizes in test_cuda.py).
 BACKENDS = [(b, path) for b in FAMILIES["mlp"].available() if b != "cuda"
-            for path in FAMILIES["mlp"].module(b).ENGINES]
+            for path in FAMILIES["mlp"].module(b).ENGINES
+            if path != "sparse"]        # image tasks only: tests/test_sparse_path.py
 
 gammas = st.one_of(st.just("lazy"), st.floats(-2.0, 1.0).map(lambda e: 10.0**e))
 

@@ -163,18 +163,7 @@ class DenseEngine(_DisplacementEngine):
                          else Gemm(H[k], X[k], self.W[k].T) for k in range(M)])
         update = Gemms([Gemm(self.W[k, m:], grad_h[k].T, X[k], alpha=-self.lrs[k], beta=1.0)
                         for k in range(M)])
-        edges = [*range(0, B, kern.ROW_BLOCK), B]
-        J = len(edges) - 1
-        blocks = [(k, j) for k in range(M) for j in range(J)]
-        part_a = np.empty((M, J, m), self.dtype)
-        part_loss, part_correct = np.empty((M, J)), np.empty((M, J))
-
-        def fused(i):
-            k, j = blocks[i]
-            part_loss[k, j], part_correct[k, j] = kern.dense_fused(
-                H, D, offset, self.a0, self.da, Y, self.scales, grad_h, part_a[k, j], k,
-                edges[j], edges[j + 1])
-
+        fused = _Fused(self, H, D, offset, Y, grad_h)
         for t in range(n):
             drawn.inputs(t, X)
             for k, (task, (u, v, y), rng) in enumerate(zip(self.tasks, pairs, noise_rngs)):
@@ -185,15 +174,135 @@ class DenseEngine(_DisplacementEngine):
             for k, (u, v, _) in enumerate(pairs):
                 if self.P0[k] is not None:      # h0 of a clean model is a lookup
                     np.add(self.P0[k][0][u[t]], self.P0[k][1][v[t]], out=H[k, :, :m])
-            _threads.run_parts(fused, len(blocks), kern.FUSED_UNIT_WORK * M * B * m)
-            part_a.sum(axis=1, out=grad_a)      # the row blocks' parts, in block order
+            loss[:, t], correct[:, t] = fused.run(grad_a)
             update.run()
             grad_a *= lrs[:, None]
             self.da -= grad_a
-            loss[:, t] = part_loss.sum(axis=1) / B
-            correct[:, t] = part_correct.sum(axis=1) / B
         drawn.advance(n)
         return loss, correct
+
+
+class _Fused:
+    """The step after the forward preactivations: ``dense_fused`` over every model's rows in
+    blocks of ``ROW_BLOCK`` on fastsd's team (fixed by the batch size, so the partial sums
+    are the same for any thread count), the readout's gradient summed in block order."""
+
+    def __init__(self, engine, H, D, offset, Y, grad_h):
+        M, B, m = grad_h.shape
+        self.engine, self.H, self.D, self.offset, self.Y, self.grad_h = \
+            engine, H, D, offset, Y, grad_h
+        self.edges = [*range(0, B, kern.ROW_BLOCK), B]
+        J = len(self.edges) - 1
+        self.blocks = [(k, j) for k in range(M) for j in range(J)]
+        self.part_a = np.empty((M, J, m), engine.dtype)
+        self.part_loss, self.part_correct = np.empty((M, J)), np.empty((M, J))
+        self.work = kern.FUSED_UNIT_WORK * M * B * m
+
+    def _part(self, i):
+        k, j = self.blocks[i]
+        e = self.engine
+        self.part_loss[k, j], self.part_correct[k, j] = kern.dense_fused(
+            self.H, self.D, self.offset, e.a0, e.da, self.Y, e.scales, self.grad_h,
+            self.part_a[k, j], k, self.edges[j], self.edges[j + 1])
+
+    def run(self, grad_a):
+        """grad_h, and grad_a (M, m) written; returns each model's mean loss and accuracy."""
+        _threads.run_parts(self._part, len(self.blocks), self.work)
+        self.part_a.sum(axis=1, out=grad_a)      # the row blocks' parts, in block order
+        B = self.Y.shape[1]
+        return self.part_loss.sum(axis=1) / B, self.part_correct.sum(axis=1) / B
+
+
+class SparseEngine(_DisplacementEngine):
+    """Inputs that are mostly zeros (``task.has_sparse_inputs``: PSVRT, Pentomino): forward,
+    centering and update over each batch's non-zero pixels only.
+
+    Each model's hidden weights are one pixel-major (p, 2 m) array ``WT[k]``, w0 in
+    columns :m and the displacement dw in m:, so that a pixel's weights are one
+    contiguous row. Per step, each model's batch comes as ``SparseImages``
+    (``task.training_inputs_sparse``: the draws of ``training_inputs``);
+    ``sparse_forward`` gathers the rows of its pixels into h0 | dh, ``dense_fused``
+    runs as on the dense path, and ``sparse_update`` adds -lr grad_h^T X into the
+    same rows. The numbers are the dense path's up to rounding (the sums run over
+    the non-zero pixels only, in another order). Evaluation is the dense GEMMs'.
+    """
+
+    def __init__(self, tasks, params0, scales, lrs, dtype):
+        super().__init__(params0, scales, lrs, dtype)
+        self.tasks = tasks
+        M, p, m = self.w0T.shape
+        self.WT = np.zeros((M, p, 2 * m), self.dtype)
+        self.WT[:, :, :m] = self.w0T
+        self.w0T = self.WT[:, :, :m]                    # a view: w0 is stored once
+
+    def _dwT(self):
+        m = self.w0T.shape[2]
+        return self.WT[:, :, m:]
+
+    def run(self, pairs, noise_rngs):
+        M, m = len(self.tasks), self.w0T.shape[2]
+        n, B = pairs[0][0].shape
+        H = np.empty((M, B, 2 * m), self.dtype)
+        grad_h = np.empty((M, B, m), self.dtype)
+        grad_a = np.empty_like(self.a0)
+        Y = np.empty((M, B))
+        loss, correct = np.empty((M, n)), np.empty((M, n))
+        lrs = self.lrs.astype(self.dtype)
+        fused = _Fused(self, H, H, m, Y, grad_h)
+        forward = [(k, u, min(u + kern.UNIT_BLOCK, 2 * m)) for k in range(M)
+                   for u in range(0, 2 * m, kern.UNIT_BLOCK)]
+        update = [(k, u, min(u + kern.UNIT_BLOCK, m)) for k in range(M)
+                  for u in range(0, m, kern.UNIT_BLOCK)]
+        acc = np.empty((len(update), kern.UNIT_BLOCK), self.dtype)
+        X = _Columns(M, self.WT.shape[1], self.dtype)
+
+        def forward_part(i):
+            k, u0, u1 = forward[i]
+            kern.sparse_forward(self.WT, *X.of(k), H, k, u0, u1)
+
+        def update_part(i):
+            k, u0, u1 = update[i]
+            kern.sparse_update(self.WT, *X.of(k), grad_h, lrs[k], acc[i], k, u0, u1)
+
+        for t in range(n):
+            X.load([task.training_inputs_sparse(u[t], v[t], rng)
+                    for task, (u, v, _), rng in zip(self.tasks, pairs, noise_rngs)])
+            for k, (_, _, y) in enumerate(pairs):
+                Y[k] = y[t]
+            _threads.run_parts(forward_part, len(forward), 2 * m * X.entries)
+            loss[:, t], correct[:, t] = fused.run(grad_a)
+            _threads.run_parts(update_part, len(update), m * X.entries)
+            grad_a *= lrs[:, None]
+            self.da -= grad_a
+        return loss, correct
+
+
+class _Columns:
+    """A step's batches of M models, each sorted by pixel (``kern.sparse_columns``), in
+    arrays kept from step to step (grown when a batch has more entries)."""
+
+    def __init__(self, M, p, dtype):
+        self.p, self.dtype = p, dtype
+        self.n = np.zeros(M, np.int64)
+        self.size = -1
+
+    def load(self, batches):
+        """Sort each model's ``SparseImages``; ``entries``: their stored pixels in all."""
+        size = max(b.index.size for b in batches)
+        if size > self.size:
+            M = len(batches)
+            self.size = size
+            self.cols, self.rows = np.empty((M, size), np.int64), np.empty((M, size), np.int64)
+            self.start, self.vals = np.empty((M, size + 1), np.int64), np.empty((M, size),
+                                                                                 self.dtype)
+        for k, b in enumerate(batches):
+            self.n[k] = kern.sparse_columns(b.index, b.value, self.p, self.cols[k],
+                                            self.start[k], self.rows[k], self.vals[k])
+        self.entries = sum(b.index.size for b in batches)
+
+    def of(self, k):
+        """Model k's (cols, start, rows, vals, n), the arguments of the sparse kernels."""
+        return self.cols[k], self.start[k], self.rows[k], self.vals[k], self.n[k]
 
 
 class _DrawnNoise:
@@ -308,7 +417,7 @@ class SymbolEngine(_DisplacementEngine):
         return loss / B, correct / B
 
 
-ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
+ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine, "sparse": SparseEngine}
 
 
 # -- the form of this backend's cost model (priced in seconds by fastsd.mlp.costs) ------

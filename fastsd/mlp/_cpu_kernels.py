@@ -17,6 +17,13 @@ built by ``noise_uniforms`` (Box-Muller's uniforms from the Philox words of its
 counter-based noise, fastsd._philox), NumPy's vectorised log, sqrt, cos and sin, and
 ``noisy_inputs``.
 
+Sparse path (images that are two stamps on an empty canvas, ``SparseImages``): with
+the weights stored pixel-major, (p, 2 m) per model, and the batch's entries sorted by
+pixel (``sparse_columns``), ``sparse_forward`` adds each non-zero pixel's weight row into
+the preactivations of its inputs, ``dense_fused`` follows as on the dense path, and
+``sparse_update`` adds the update into those rows only, each part owning a block of
+columns.
+
 Symbol-basis path (App. G.2 inputs are built from L symbols): every update of
 the first-layer weights lies in the span of the symbols, so with
 dw1 = C1^T S, dw2 = C2^T S (C1, C2 of shape (L, m)) the preactivations of a
@@ -46,6 +53,7 @@ _FASTMATH = {"contract"}
 _LANES = 16
 _ROWS = 64           # inputs per thread task in centered_output
 ROW_BLOCK = 32       # rows of a batch per part of the dense step's fused kernel
+UNIT_BLOCK = 128     # weight columns per part of the sparse step
 FUSED_UNIT_WORK = 100   # one (row, unit) of dense_fused takes about 100 GEMM multiply-adds' time
 
 
@@ -185,6 +193,84 @@ def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1):
         ef = (_sigmoid(f) - y[k, b]) * s / B
         _backward_row(dh, a0[k], da[k], ef, grad_h[k, b], grad_a)
     return lsum, csum
+
+
+@_jitcache.njit(nogil=True)
+def sparse_columns(index, value, p, cols, start, rows, vals):
+    """A batch of non-zero pixels (``SparseImages``: index, value (B, K)) sorted by pixel.
+
+    Writes the distinct pixels in increasing order into cols[:n], and for the
+    j-th the batch rows and values of its entries into rows[start[j]:start[j + 1]],
+    vals[...] (in the order of b and e; vals in its own dtype); zero values are
+    dropped. cols (B K,), start (B K + 1,), rows and vals (B K,). Returns n. A
+    counting sort over the p pixels.
+    """
+    B, K = index.shape
+    count = np.zeros(p + 1, np.int64)
+    for b in range(B):
+        for e in range(K):
+            if value[b, e] != 0:
+                count[index[b, e] + 1] += 1
+    n = 0
+    for q in range(p):
+        if count[q + 1] > 0:
+            cols[n] = q
+            n += 1
+        count[q + 1] += count[q]
+    for j in range(n):
+        start[j] = count[cols[j]]
+    start[n] = count[p]
+    for b in range(B):
+        for e in range(K):
+            if value[b, e] != 0:
+                q = index[b, e]
+                rows[count[q]] = b
+                vals[count[q]] = value[b, e]
+                count[q] += 1
+    return n
+
+
+@_jitcache.njit(nogil=True, fastmath=_FASTMATH)
+def sparse_forward(WT, cols, start, rows, vals, n, H, k, u0, u1):
+    """Columns u0 .. u1 - 1 of model k's preactivations from its batch's non-zero pixels.
+
+    H[k, b, i] = sum over the entries (b, x) of pixel q of x WT[k, q, i]: the
+    (p, 2 m) weights hold w0 in columns :m and dw in m:, so H[k, b] is
+    w0 . x | dw . x (the dense step's X W^T row). Pixel by pixel (``sparse_columns``),
+    so that each weight row is read once a batch. One part of the sparse step's
+    team job (columns in blocks of ``UNIT_BLOCK``); releases the GIL.
+    """
+    for b in range(H.shape[1]):
+        H[k, b, u0:u1] = 0
+    for j in range(n):
+        w = WT[k, cols[j], u0:u1]
+        for e in range(start[j], start[j + 1]):
+            h, x = H[k, rows[e], u0:u1], vals[e]
+            for i in range(w.shape[0]):
+                h[i] += x * w[i]
+
+
+@_jitcache.njit(nogil=True, fastmath=_FASTMATH)
+def sparse_update(WT, cols, start, rows, vals, n, grad_h, lr, acc, k, u0, u1):
+    """dw -= lr grad_h^T X on model k's units u0 .. u1 - 1, on the batch's non-zero pixels.
+
+    For each pixel q, acc = sum over its entries (b, x) of x grad_h[k, b], then
+    WT[k, q, m + i] -= lr acc[i]: each weight row written once a batch. One part
+    of the sparse step's team job (units in blocks of ``UNIT_BLOCK``: a part owns
+    its columns, so no two parts write one number); ``acc`` (>= u1 - u0,) is the
+    part's own. Releases the GIL.
+    """
+    m = grad_h.shape[2]
+    a = acc[:u1 - u0]
+    for j in range(n):
+        a[:] = 0
+        for e in range(start[j], start[j + 1]):
+            g, x = grad_h[k, rows[e], u0:u1], vals[e]
+            for i in range(a.shape[0]):
+                a[i] += x * g[i]
+        w = WT[k, cols[j], m + u0:m + u1]
+        for i in range(a.shape[0]):
+            w[i] -= lr * a[i]
 
 
 # The noise's generator: fastsd._philox's plain-Python Philox4x32-10, inlined.

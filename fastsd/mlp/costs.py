@@ -65,6 +65,8 @@ from .._pricing import predict
 from .._dispatch import FAMILIES
 from .._validation import check_batch_size, check_choice, check_float, check_int
 
+#: The paths the cost model prices (and `path="auto"` chooses between); the "sparse" path of
+#: the image tasks is taken when asked for.
 PATHS = ("dense", "symbol")
 DTYPES = ("float32", "float64")
 #: The environment variable that can force the shipped prices: "fallback", or "auto" (the
@@ -621,7 +623,8 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
                              f"{backend!r}, whose cost model is its nominal FALLBACK_PRICES.")
         shapes = module.CALIBRATION
     shapes = [tuple(s) for s in shapes]
-    missing = [p for p in module.ENGINES if p not in {s[0] for s in shapes}]
+    priced = [p for p in module.ENGINES if p in PATHS]     # "sparse" is not priced yet
+    missing = [p for p in priced if p not in {s[0] for s in shapes}]
     if missing:
         raise ValueError(f"`shapes` must time every path of backend {backend!r}; got none on "
                          f"{missing[0]!r}.")
@@ -646,7 +649,7 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
                 pt["seconds"] = min(pt["seconds"], run(pt["steps"]) / pt["steps"])
                 bar.update(1)
     prices = {path: fit(backend, path, [pt for pt in points if pt["path"] == path])
-              for path in module.ENGINES}
+              for path in priced}
     model = CostModel(backend=backend, dtype=dtype, prices=prices, source="calibrated",
                       machine=machine_key(backend),
                       measured_at=datetime.datetime.now(datetime.timezone.utc).strftime(

@@ -15,10 +15,11 @@ def build_engines(module, tasks, paths, params0, scales, lrs, dtype, device_sour
     Parameters
     ----------
     module : module
-        The backend's engine module, with ``ENGINES`` {"dense": class, "symbol": class}.
+        The backend's engine module, with ``ENGINES`` {path: class} ("dense", and
+        "symbol" and "sparse" where it has them).
     tasks : list of fastsd.tasks.Task
         One per model, with one input dimension.
-    paths : list of {"dense", "symbol"}
+    paths : list of {"dense", "symbol", "sparse"}
         Each model's path, resolved (not "auto").
     params0 : list of fastsd.mlp.model.Params
         Each model's initial weights.
@@ -37,7 +38,7 @@ def build_engines(module, tasks, paths, params0, scales, lrs, dtype, device_sour
     """
     groups = {}
     for k, (t, pth) in enumerate(zip(tasks, paths)):
-        key = ("symbol", t.L) if pth == "symbol" else ("dense",)
+        key = ("symbol", t.L) if pth == "symbol" else (pth,)
         groups.setdefault(key, []).append(k)
     engines = []
     for key, idx in groups.items():

@@ -24,7 +24,7 @@ from .engines import build_engines
 from .evaluate import output
 from .model import Params, init_params
 
-PATHS = ("auto", "dense", "symbol")
+PATHS = ("auto", "dense", "symbol", "sparse")
 #: The mlp's backends: ``_reference``, ``_cpu`` and ``_cuda`` each define ``ENGINES`` (and,
 #: with two paths, the form of their cost model: ``step_features``, ``fastsd.mlp.costs``).
 #: Under the simulator the "cuda" engines hold NumPy arrays, so only a real GPU needs CuPy.
@@ -101,7 +101,7 @@ class TrainResult:
     n_test = _setting("n_test", "Fresh test pairs per evaluation.")
     init = _setting("init", "Initialisation, \"normal\" or \"truncated\".")
     backend = _setting("backend", "Backend the run used: \"numpy\", \"cpu\" or \"cuda\".")
-    path = _setting("path", "Training path used: \"dense\" or \"symbol\".")
+    path = _setting("path", "Training path used: \"dense\", \"symbol\" or \"sparse\".")
     dtype = _setting("dtype", "Floating-point type of the training arithmetic.")
     batches = _setting("batches", "Where the batches were drawn: \"host\" or \"device\".")
 
@@ -201,6 +201,10 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
             f"task whose inputs lie in the span of fixed symbols (sigma2 = 0); got 'symbol'.")
+    if path == "sparse" and not task.has_sparse_inputs:
+        raise ValueError(
+            f"`path` must be 'dense' or 'auto' for {task!r}: the sparse path needs a task whose "
+            f"training inputs are mostly zeros (PSVRT, Pentomino); got 'sparse'.")
     if path != "auto":
         if path not in module.ENGINES:
             allowed = " or ".join(repr(p) for p in [*module.ENGINES, "auto"])
@@ -328,9 +332,12 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
     dtype : {"float32", "float64"}, optional
         Default float32 on "cpu" and "cuda", float64 on "numpy" (which has
         only float64). No reduced precision (TF32, bf16) is offered.
-    path : {"auto", "dense", "symbol"}
+    path : {"auto", "dense", "symbol", "sparse"}
         "symbol" trains in the span of the L symbols at a cost independent of
-        d (clean symbol tasks only, "cpu" and "cuda" backends); "auto" picks,
+        d (clean symbol tasks only, "cpu" and "cuda" backends); "sparse"
+        forms the forward pass and the update over the non-zero pixels of each
+        batch only (PSVRT and Pentomino, ``task.has_sparse_inputs``; "cpu"
+        backend; the dense path's numbers up to rounding); "auto" picks,
         per model as if it trained alone, the path the backend's measured cost
         model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
         this machine, else shipped prices) predicts to be faster.

@@ -183,7 +183,7 @@ def run_many(runs, executor=None, *, backend="auto", dtype=None, threads=None, p
         finished cells of all grids are saved).
     """
     _check_run_options(backend, dtype, executor)
-    parts = [_part(*_run_triple(r)) for r in runs]
+    parts = [prepare_part(*_run_triple(r)) for r in runs]
     written, errors = run_parts(parts, executor, backend, dtype, threads, progress)
     for error in errors:
         if error is not None:
@@ -219,7 +219,7 @@ class Part:
     cells: dict
 
 
-def _part(grid, predictor, store):
+def prepare_part(grid, predictor, store):
     """A ``Part``: the grid, predictor and store checked and every cell prepared."""
     if not isinstance(grid, Grid):
         raise TypeError(f"`grid` must be a fastsd.scan.Grid; got {type(grid).__name__}.")
@@ -629,7 +629,7 @@ def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
         workers = check_int("workers", workers, 1)
     elif executor in (None, "serial"):         # another executor's wall time is not predicted
         workers = _workers_of(executor, target)
-    parts = [_part(*_run_triple(r)) for r in runs]
+    parts = [prepare_part(*_run_triple(r)) for r in runs]
     _distinct_stores(parts)
     items = []
     for k, p in enumerate(parts):

@@ -11,12 +11,13 @@ def _reflect(j, n):
 
 
 @_jitcache.njit
-def place_blurred_kernel(stamps, origins, w, H, W, out):
-    """Add the blurred windows of ``stamps`` into ``out`` (n, H * W); see ``_images.place_blurred``.
+def blurred_windows_kernel(stamps, origins, w, H, W, index, value):
+    """The blurred windows of ``stamps`` as pixels: see ``_images.place_blurred``.
 
-    stamps (n, k, s, s) float64, origins (n, k, 2) int64, w (n, 2R + 1) taps.
-    Window row a holds image row origin - R + a; positions beyond the border
-    fold back by 'reflect'.
+    stamps (n, k, s, s) float64, origins (n, k, 2) int64, w (n, 2R + 1) taps;
+    writes index (n, k side^2) and value (n, k side^2), side = s + 2R: window
+    row a holds image row origin - R + a, positions beyond the border fold
+    back by 'reflect' (so an index can repeat near a border).
     """
     n, k, s = stamps.shape[0], stamps.shape[1], stamps.shape[2]
     T = w.shape[1]
@@ -43,4 +44,14 @@ def place_blurred_kernel(stamps, origins, w, H, W, out):
                         q = b + t - 2 * R
                         if 0 <= q < s:
                             acc += w[i, t] * rows[a, q]
-                    out[i, r * W + _reflect(c0 + b, W)] += acc
+                    e = (j * side + a) * side + b
+                    index[i, e] = r * W + _reflect(c0 + b, W)
+                    value[i, e] = acc
+
+
+@_jitcache.njit
+def scatter_add(index, value, out):
+    """out[i, index[i, e]] += value[i, e], in the order of e."""
+    for i in range(index.shape[0]):
+        for e in range(index.shape[1]):
+            out[i, index[i, e]] += value[i, e]

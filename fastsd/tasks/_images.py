@@ -56,7 +56,35 @@ def gaussian_taps(sigma, truncate=4.0):
     return w / w.sum(axis=1, keepdims=True)
 
 
-def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
+class SparseImages:
+    """A batch of images given by the pixels that can be non-zero.
+
+    Image i is the sum, over e, of ``value[i, e]`` at pixel ``index[i, e]`` of
+    a zero image; an index can repeat (a blurred window folded back at the
+    border adds into a pixel twice). The visual tasks' images are two
+    stamps on an empty canvas, so this is a few percent of the pixels; the
+    "sparse" training path (``fastsd.mlp``) reads them so.
+
+    Attributes
+    ----------
+    index : ndarray, shape (n, K), int64
+    value : ndarray, shape (n, K), float64
+    input_dim : int
+        Pixels of an image, H * W.
+    """
+
+    def __init__(self, index, value, input_dim):
+        self.index, self.value, self.input_dim = index, value, input_dim
+
+    def dense(self):
+        """The images, shape (n, input_dim), float64."""
+        from ._cpu import scatter_add
+        out = np.zeros((self.index.shape[0], self.input_dim))
+        scatter_add(self.index, self.value, out)
+        return out
+
+
+def place_blurred(shape, stamps, origins, sigma, truncate=4.0, sparse=False):
     """Blurred image of square stamps on a zero background, without blurring the background.
 
     Equals ``scipy.ndimage.gaussian_filter(sharp, sigma, truncate=truncate)``
@@ -78,18 +106,25 @@ def place_blurred(shape, stamps, origins, sigma, truncate=4.0):
         Row and column of each stamp's top-left pixel in its image.
     sigma : ndarray, shape (n,)
         Blur of each image in pixels, >= 0.
+    sparse : bool, default False
+        Return the windows as ``SparseImages`` (k (s + 2R)^2 pixels an
+        image, R the largest kernel radius) instead of dense images.
 
     Returns
     -------
-    ndarray, shape (n, H * W), float64
+    ndarray, shape (n, H * W), float64, or SparseImages
     """
-    from ._cpu import place_blurred_kernel
+    from ._cpu import blurred_windows_kernel
     H, W = shape
     w = gaussian_taps(sigma, truncate)
-    out = np.zeros((stamps.shape[0], H * W))
-    place_blurred_kernel(np.ascontiguousarray(stamps, dtype=np.float64),
-                         np.ascontiguousarray(origins, dtype=np.int64), w, H, W, out)
-    return out
+    n, k, s = stamps.shape[:3]
+    side = s + w.shape[1] - 1
+    index = np.empty((n, k * side * side), np.int64)
+    value = np.empty((n, k * side * side))
+    blurred_windows_kernel(np.ascontiguousarray(stamps, dtype=np.float64),
+                           np.ascontiguousarray(origins, dtype=np.int64), w, H, W, index, value)
+    images = SparseImages(index, value, H * W)
+    return images if sparse else images.dense()
 
 
 class ImageTask(Task):
@@ -164,10 +199,15 @@ class ImageTask(Task):
 class GridTask(ImageTask):
     """An image of ``grid`` x ``grid`` square cells of ``cell`` pixels, two of them filled.
 
+    Its training inputs also come as ``SparseImages`` (``training_inputs_sparse``,
+    ``has_sparse_inputs``), for the "sparse" training path.
+
     Subclasses set ``grid``, ``cell`` and ``stamp`` (the side of what fills a
     cell, placed at offset ``(cell - stamp) // 2`` inside it) and call
     ``_set_geometry``.
     """
+
+    has_sparse_inputs = True
 
     def _set_geometry(self, grid, cell, stamp, name):
         """Lay out the grid; ``name`` is the parameter that sets ``grid``, for the memory check."""
@@ -186,7 +226,7 @@ class GridTask(ImageTask):
         i, j = np.divmod(np.arange(stamp * stamp), stamp)
         self._stamp_offsets = i * side + j                                  # (stamp^2,)
 
-    def place_stamps(self, s1, s2, rng, sigma=None):
+    def place_stamps(self, s1, s2, rng, sigma=None, sparse=False):
         """Put stamps s1, s2 (n, stamp, stamp) into two distinct random cells.
 
         The ordered pair of cells is uniform over the grid^2 (grid^2 - 1)
@@ -199,11 +239,14 @@ class GridTask(ImageTask):
         sigma : ndarray, shape (n,), optional
             Gaussian blur of each image in pixels (see
             ``place_blurred``); None for sharp images.
+        sparse : bool, default False
+            Return ``SparseImages`` (the stamps' pixels, or their blurred
+            windows) instead of dense images; the draws from ``rng`` are the same.
 
         Returns
         -------
-        ndarray, shape (n, H * W), float64; sharp images are zero outside
-        the two stamps.
+        ndarray, shape (n, H * W), float64, or SparseImages; sharp images
+        are zero outside the two stamps.
         """
         n = s1.shape[0]
         n_cells = self.grid * self.grid
@@ -211,12 +254,27 @@ class GridTask(ImageTask):
         c2 = (c1 + rng.integers(1, n_cells, size=n)) % n_cells
         if sigma is not None:
             origins = np.stack([self._cell_rc[c1], self._cell_rc[c2]], axis=1)
-            return place_blurred(self.image_shape, np.stack([s1, s2], axis=1), origins, sigma)
+            return place_blurred(self.image_shape, np.stack([s1, s2], axis=1), origins, sigma,
+                                 sparse=sparse)
+        index = np.concatenate([self._cell_origin[c][:, None] + self._stamp_offsets
+                                for c in (c1, c2)], axis=1)
+        value = np.concatenate([s.reshape(n, -1) for s in (s1, s2)], axis=1).astype(np.float64)
+        if sparse:
+            return SparseImages(index, value, self.input_dim)
         img = np.zeros((n, self.input_dim))
-        rows = np.arange(n)[:, None]
-        for c, s in ((c1, s1), (c2, s2)):
-            img[rows, self._cell_origin[c][:, None] + self._stamp_offsets] = s.reshape(n, -1)
+        np.put_along_axis(img, index, value, axis=1)     # the two stamps never overlap
         return img
+
+    def training_inputs(self, u, v, rng):
+        """Images of training items u and v (index arrays of shape (n,)); shape (n, input_dim)."""
+        return self._training_images(u, v, rng, sparse=False)
+
+    def training_inputs_sparse(self, u, v, rng):
+        """``training_inputs(u, v, rng)`` as ``SparseImages``, from the same draws."""
+        return self._training_images(u, v, rng, sparse=True)
+
+    def _training_images(self, u, v, rng, sparse):
+        raise NotImplementedError(f"{type(self).__name__} must implement _training_images")
 
     def as_cells(self, x):
         """View flattened images or weights (n, H * W) as (n, grid, grid, cell, cell).

@@ -63,6 +63,10 @@ class Task:
     #: True when every training input lies in the span of a fixed set of
     #: vectors, so that the symbol-basis training path applies.
     has_symbol_basis: bool = False
+    #: True when the task also gives its training inputs as the few pixels that can be
+    #: non-zero (``training_inputs_sparse(u, v, rng)``, ``fastsd.tasks._images.SparseImages``,
+    #: the same draws), so that the "sparse" training path applies.
+    has_sparse_inputs: bool = False
 
     def training_noise(self, rng):
         """The source a training run passes as ``rng`` to ``training_inputs``, made once per

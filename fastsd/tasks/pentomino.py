@@ -177,20 +177,20 @@ class Pentomino(GridTask):
         return (f"Pentomino(width={self.width}, n_train_shapes={self.L}, blur={self.blur}"
                 + ("" if self.random_blur else ", random_blur=False") + ")")
 
-    def _render(self, p1, p2, rng, sigma=None):
+    def _render(self, p1, p2, rng, sigma=None, sparse=False):
         """Images of pieces p1, p2 (indices into PIECE_NAMES), each under a random rotation."""
         k1, k2 = rng.integers(0, 4, size=(2, p1.shape[0]))
         return self.place_stamps(PIECE_ORIENTATIONS[p1, k1], PIECE_ORIENTATIONS[p2, k2], rng,
-                                 sigma)
+                                 sigma, sparse=sparse)
 
-    def training_inputs(self, u, v, rng):
-        """Blurred images of training pieces u and v (index arrays (n,)); shape (n, input_dim)."""
+    def _training_images(self, u, v, rng, sparse):
+        """Blurred images of training pieces u and v (index arrays (n,))."""
         sigma = None
         if self.blur > 0.0:
             n = np.shape(u)[0]
             sigma = (rng.uniform(0.0, self.blur, size=n) if self.random_blur
                      else np.full(n, self.blur))
-        return self._render(self.train_pieces[u], self.train_pieces[v], rng, sigma)
+        return self._render(self.train_pieces[u], self.train_pieces[v], rng, sigma, sparse)
 
     def _test_inputs(self, y, rng):
         k = self.test_pieces.size

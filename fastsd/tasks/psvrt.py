@@ -118,9 +118,8 @@ class PSVRT(GridTask):
         """Map ranks 0 <= r < 2^(patch^2) - L to the codes outside the training set, increasing."""
         return rank + np.searchsorted(self._gaps, rank, side="right")
 
-    def training_inputs(self, u, v, rng):
-        """Images of training patterns u and v (index arrays of shape (n,)); shape (n, input_dim)."""
-        return self.place_stamps(self.patterns[u], self.patterns[v], rng)
+    def _training_images(self, u, v, rng, sparse):
+        return self.place_stamps(self.patterns[u], self.patterns[v], rng, sparse=sparse)
 
     def _test_inputs(self, y, rng):
         k = self.n_codes - self.L

@@ -1,0 +1,108 @@
+"""The image tasks' sparse inputs and the "sparse" training path (issue: image stamps).
+
+- Hypothesis over PSVRT (patch, grid) and Pentomino (width, blur, random blur) and batch
+  sizes: ``training_inputs_sparse`` scatters to exactly ``training_inputs`` from the same
+  draws (and leaves the generator where ``training_inputs`` leaves it), every index inside
+  the image;
+- the sparse path trains the dense path's models: in float64 to 1e-12 and against the NumPy
+  reference (the float64 truth) to 1e-10, over widths that are and are not multiples of the
+  update's unit block, batch sizes that are not multiples of the row block, ensembles of
+  several gammas and seeds; in float32 to float32 rounding over a short run;
+- it is refused, naming `path`, where it does not apply (symbol tasks, other backends).
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastsd import SameDifferent, train, train_ensemble
+from fastsd.tasks import PSVRT, Pentomino
+
+
+@st.composite
+def grid_tasks(draw):
+    if draw(st.booleans()):
+        patch = draw(st.integers(2, 4))
+        return PSVRT(patch=patch, n_patches=draw(st.integers(2, 5)),
+                     n_train_patterns=draw(st.integers(2, 12)), seed=draw(st.integers(0, 99)))
+    return Pentomino(width=draw(st.integers(2, 4)), n_train_shapes=draw(st.integers(2, 12)),
+                     blur=draw(st.sampled_from([0.0, 0.3, 0.5, 1.0, 1.7])),
+                     random_blur=draw(st.booleans()), seed=draw(st.integers(0, 99)))
+
+
+@settings(deadline=None, max_examples=60)
+@given(task=grid_tasks(), n=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
+def test_sparse_inputs_scatter_to_the_dense_ones_from_the_same_draws(task, n, seed):
+    pairs = np.random.default_rng(seed)
+    u = pairs.integers(0, task.L, size=n)
+    v = pairs.integers(0, task.L, size=n)
+    dense_rng, sparse_rng = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    dense = task.training_inputs(u, v, dense_rng)
+    sparse = task.training_inputs_sparse(u, v, sparse_rng)
+    assert np.array_equal(sparse.dense(), dense)
+    assert dense_rng.bit_generator.state == sparse_rng.bit_generator.state
+    assert sparse.index.shape == sparse.value.shape and sparse.index.shape[0] == n
+    assert sparse.index.min() >= 0 and sparse.index.max() < task.input_dim
+
+
+def _run(task, path, backend, dtype, gammas, seeds, width, batch_size, steps):
+    return train_ensemble(task, gammas, seeds, width=width, batch_size=batch_size, steps=steps,
+                          eval_every=steps, n_test=64, backend=backend, dtype=dtype, path=path,
+                          progress=False)
+
+
+def _rel(a, b):
+    return np.abs(a - b).max() / np.abs(b).max()
+
+
+@settings(deadline=None, max_examples=8)
+@given(task=grid_tasks(), width=st.sampled_from([8, 64, 70]),
+       batch_size=st.sampled_from([2, 6, 34, 64]), gammas=st.sampled_from([[1.0], [0.1, 1.0]]),
+       seeds=st.sampled_from([[0], [0, 5]]))
+def test_the_sparse_path_trains_the_dense_paths_models(task, width, batch_size, gammas, seeds):
+    gammas, seeds = np.repeat(gammas, len(seeds)), seeds * len(gammas)
+    sizes = dict(gammas=list(gammas), seeds=list(seeds), width=width, batch_size=batch_size,
+                 steps=40)
+    sparse = _run(task, "sparse", "cpu", "float64", **sizes)
+    dense = _run(task, "dense", "cpu", "float64", **sizes)
+    truth = _run(task, "dense", "numpy", "float64", **sizes)
+    for s, d, t in zip(sparse, dense, truth):
+        assert s.path == "sparse"
+        for name in ("w", "a"):
+            x = getattr(s.final_params, name)
+            assert _rel(x, getattr(d.final_params, name)) < 1e-12
+            assert _rel(x, getattr(t.final_params, name)) < 1e-10
+        assert np.allclose(s.history["train_loss"], t.history["train_loss"], rtol=1e-10)
+
+
+def test_float32_sparse_training_follows_the_float64_reference():
+    task = Pentomino(width=6, n_train_shapes=8, blur=0.5, seed=1)
+    sizes = dict(gammas=[1.0, 0.3], seeds=[2, 2], width=96, batch_size=32, steps=100)
+    sparse = _run(task, "sparse", "cpu", "float32", **sizes)
+    truth = _run(task, "dense", "numpy", "float64", **sizes)
+    for s, t in zip(sparse, truth):
+        assert _rel(s.final_params.w, t.final_params.w) < 1e-4
+        assert _rel(s.final_params.a, t.final_params.a) < 1e-4
+
+
+def test_path_sparse_runs_the_sparse_engine(monkeypatch):
+    from fastsd.mlp import _cpu
+
+    calls = []
+    run = _cpu.SparseEngine.run
+    monkeypatch.setattr(_cpu.SparseEngine, "run",
+                        lambda self, *a: calls.append(len(self.tasks)) or run(self, *a))
+    r = train(PSVRT(patch=2, n_patches=3, n_train_patterns=4, seed=0), gamma=1.0, width=8,
+              steps=20, path="sparse", backend="cpu", progress=False)
+    assert r.path == "sparse" and calls
+
+
+def test_the_sparse_path_is_refused_where_it_does_not_apply():
+    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto' for SameDifferent"
+                                         r".*sparse path needs"):
+        train(SameDifferent(d=8, L=4, seed=0), gamma=1.0, width=8, steps=10, path="sparse",
+              backend="cpu")
+    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto' with backend "
+                                         r"'numpy'; got 'sparse'"):
+        train(PSVRT(patch=2, n_patches=2, n_train_patterns=4, seed=0), gamma=1.0, width=8,
+              steps=10, path="sparse", backend="numpy")
