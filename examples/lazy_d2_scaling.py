@@ -120,7 +120,8 @@ def main():
     ap.add_argument("--ds", type=int, nargs="+",
                     help="symbol dimensions d >= 1 (default 128 181 256 362 512; quick 16 32 64)")
     ap.add_argument("--L-range", type=int, nargs=2, metavar=("LO", "HI"),
-                    help="smallest and largest L of the lattice searched, 1 <= LO <= HI "
+                    help="smallest and largest L of the lattice searched (the paper's, "
+                         "round(2^(7 + 3k/19))), 1 <= LO <= HI, holding a point L >= 2 "
                          "(default 32 1024; quick 8 512)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                     help="distinct seeds >= 0 of every cell (default 0 1 2; the interval "
@@ -163,7 +164,10 @@ def main():
     if args.no_limit and args.width is None:
         ap.error("--no-limit needs --width (there would be nothing to run)")
     kinds = ([] if args.no_limit else [None]) + ([] if args.width is None else [args.width])
-    grid = paper_lattice(lo, hi)
+    grid = [L for L in paper_lattice(lo, hi) if L >= 2]
+    if not grid:
+        ap.error(f"--L-range must hold a point L >= 2 of the paper's lattice round(2^(7 + 3k/19)) "
+                 f"(..., 115, 128, 143, ...); got {lo} {hi}, which holds none")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     done = {}
     if os.path.exists(args.out):

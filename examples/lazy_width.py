@@ -1,4 +1,4 @@
-"""Width convergence: lazy networks of width m against the exact lazy limit (issue 28).
+"""Width convergence: lazy networks of width m against the exact lazy limit.
 
 For each cell (d, L) the script trains lazy networks (gamma = 1e-5/sqrt(d), the
 paper's "gamma ~ 0", ``fastsd.train``) at every width m and compares them with
@@ -20,7 +20,7 @@ yet (``--report-only`` computes nothing). Runs go widest last, so a stopped run 
 narrow widths complete.
 
     python examples/lazy_width.py --quick                      # d = 16, about 2 min
-    python examples/lazy_width.py                              # d = 64, 128, 256; long
+    python examples/lazy_width.py --steps 4000                 # d = 64, 128, 256; long (the README's)
     python examples/lazy_width.py --cells 128:128 128:256 --widths 1024 4096 --steps 6000
 """
 import argparse
@@ -74,13 +74,15 @@ def key_of(rec):
 
 
 def report(recs, args):
-    """The width table and the fitted decay of the gap with m, as text and a dict."""
+    """The width table and the fitted decay of the gap with m, as a dict; printed as text
+    unless ``--json``."""
+    say = (lambda *a, **k: None) if args.json else print
     by = {key_of(r): r for r in recs}
     rows, fits = [], []
-    print(f"\n{args.steps} steps, eval every {args.eval_every}; network dtype {args.dtype}; "
+    say(f"\n{args.steps} steps, eval every {args.eval_every}; network dtype {args.dtype}; "
           f"gaps: RMS of the final logits' difference on {TEST_PAIRS} test pairs / the limit's "
           f"RMS logit")
-    print(f"{'d':>4} {'L':>5} {'m':>6} {'seed':>4} | {'net best':>8} {'sgd best':>8} "
+    say(f"{'d':>4} {'L':>5} {'m':>6} {'seed':>4} | {'net best':>8} {'sgd best':>8} "
           f"{'flow best':>9} | {'gap sgd':>7} {'gap flow':>8} | {'best-acc gap sgd':>16}")
     for d, L in args.cells:
         for seed in args.seeds:
@@ -96,10 +98,10 @@ def report(recs, args):
                     row[f"{name}_best"] = rec["best_test_accuracy"]
                     row[f"gap_{name}"] = float(np.sqrt(np.mean((f - g) ** 2) / np.mean(g ** 2)))
                 rows.append(row)
-                print(f"{d:4d} {L:5d} {m:6d} {seed:4d} | {row['net_best']:8.3f} "
+                say(f"{d:4d} {L:5d} {m:6d} {seed:4d} | {row['net_best']:8.3f} "
                       f"{row['sgd_best']:8.3f} {row['flow_best']:9.3f} | {row['gap_sgd']:7.3f} "
                       f"{row['gap_flow']:8.3f} | {row['net_best'] - row['sgd_best']:+16.3f}")
-    print("\nfit: relative gap = c m^b per cell and reference (all seeds)")
+    say("\nfit: relative gap = c m^b per cell and reference (all seeds)")
     for d, L in args.cells:
         for name in METHODS:
             sel = [r for r in rows if (r["d"], r["L"]) == (d, L)]
@@ -115,7 +117,7 @@ def report(recs, args):
             c_half = float(np.exp(np.mean(y + 0.5 * x)))      # gap x sqrt(m), geometric mean
             fits.append({"d": d, "L": L, "reference": name, "b": float(coef[0]), "b_se": se,
                          "c": float(math.exp(coef[1])), "gap_sqrt_m": c_half})
-            print(f"  d = {d:4d} L = {L:5d} vs {name:4s}: b = {coef[0]:+.3f} +- {se:.3f}, "
+            say(f"  d = {d:4d} L = {L:5d} vs {name:4s}: b = {coef[0]:+.3f} +- {se:.3f}, "
                   f"c = {math.exp(coef[1]):.3g}; gap x sqrt(m) = {c_half:.2f} (width for a "
                   f"gap of 0.1: {(c_half / 0.1) ** 2:,.0f})")
     return {"rows": rows, "fits": fits}
@@ -146,20 +148,22 @@ def main():
                     help="cells 16:12 16:32, widths 256 1024 4096, 1000 steps (about 2 min)")
     ap.add_argument("--cells", type=cell_spec, nargs="+",
                     help="cells d:L (default 64:64 64:128 128:128 128:256 256:256 256:512: "
-                         "one L below and one above the limit's L* ~ 1.47 d - 7 for each d)")
+                         "one L below and one above the limit's L* ~ 1.47 d - 6 for each d)")
     ap.add_argument("--widths", type=int, nargs="+",
                     help="widths m >= 1 (default 1024 4096 16384 65536)")
-    ap.add_argument("--steps", type=int, help="SGD steps >= 1 (default 2000; quick 1000)")
+    ap.add_argument("--steps", type=int, help="SGD steps >= 1 (default 2000; quick 1000; the "
+                    "README's table: 4000)")
     ap.add_argument("--eval-every", type=int, help="steps between evaluations (default steps/4)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0],
-                    help="seeds of the networks and their limits (default 0)")
+                    help="distinct seeds >= 0 of the networks and their limits (default 0)")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                     help="the networks' arithmetic (default float32, train's default)")
     ap.add_argument("--out", default="results/lazy_width.jsonl",
                     help="JSON-lines file of the runs, resumed when it exists")
     ap.add_argument("--report-only", action="store_true",
                     help="compute nothing: report the runs already in --out")
-    ap.add_argument("--json", action="store_true", help="print the table and fits as JSON")
+    ap.add_argument("--json", action="store_true",
+                    help="print only the table and fits, as one JSON object")
     ap.add_argument("--plot", help="write the gap against m to this image file")
     args = ap.parse_args()
     q = args.quick
@@ -167,11 +171,21 @@ def main():
                                 [(64, 64), (64, 128), (128, 128), (128, 256), (256, 256),
                                  (256, 512)])
     args.widths = sorted(args.widths or ([256, 1024, 4096] if q else [1024, 4096, 16384, 65536]))
-    args.steps = args.steps or (1000 if q else 2000)
-    args.eval_every = args.eval_every or max(1, args.steps // 4)
-    if min(args.widths) < 1 or args.steps < 1 or not 1 <= args.eval_every <= args.steps:
-        ap.error(f"--widths and --steps must be >= 1 and --eval-every in [1, steps]; got "
-                 f"{args.widths}, {args.steps}, {args.eval_every}")
+    if args.steps is None:
+        args.steps = 1000 if q else 2000
+    if args.eval_every is None:
+        args.eval_every = max(1, args.steps // 4)
+    if min(args.widths) < 1:
+        ap.error(f"--widths must be integers >= 1; got {' '.join(map(str, args.widths))}")
+    if args.steps < 1:
+        ap.error(f"--steps must be an integer >= 1; got {args.steps}")
+    if not 1 <= args.eval_every <= args.steps:
+        ap.error(f"--eval-every must be an integer in [1, --steps = {args.steps}]; got "
+                 f"{args.eval_every}")
+    if min(args.seeds) < 0 or len(set(args.seeds)) != len(args.seeds):
+        ap.error(f"--seeds must be distinct integers >= 0; got {' '.join(map(str, args.seeds))}")
+    if args.report_only and not os.path.exists(args.out):
+        ap.error(f"--report-only reports the runs in --out, which does not exist: {args.out}")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     recs = []
     if os.path.exists(args.out):

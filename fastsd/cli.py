@@ -329,7 +329,9 @@ def _cmd_reproduce(args):
     if "all" in args.figure and len(args.figure) > 1:
         args._parser.error(f"'all' is every figure: give it alone; got "
                            f"{' '.join(args.figure)}")
-    figures = list(FIGURES) if args.figure == ["all"] else list(dict.fromkeys(args.figure))
+    if len(set(args.figure)) < len(args.figure):
+        args._parser.error(f"name each figure once; got {' '.join(args.figure)}")
+    figures = list(FIGURES) if args.figure == ["all"] else args.figure
     if args.workers is not None and not (args.dry_run or args.cluster):     # usage: exit 2
         args._parser.error(f"--workers plans a run on N workers (with --dry-run) or starts them "
                            f"(with --cluster): give it with either; got --workers "
@@ -337,6 +339,8 @@ def _cmd_reproduce(args):
     if args.cluster and args.workers is None:
         args._parser.error(f"--cluster {args.cluster} needs --workers N, the worker processes "
                            f"to start")
+    if args.workers is not None and args.workers < 1:
+        args._parser.error(f"--workers must be an integer >= 1; got {args.workers}")
     if args.workers is not None and args.serial:
         args._parser.error(f"--workers N plans N workers and --serial one process: give one "
                            f"of them; got --workers {args.workers} --serial")

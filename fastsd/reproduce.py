@@ -128,7 +128,7 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
     Parameters
     ----------
     figures : sequence of str
-        Names in ``fastsd.figures.FIGURES``.
+        Distinct names in ``fastsd.figures.FIGURES``, or ["all"] for every figure.
     quick, out, backend, executor, workers
         As ``plan``.
 
@@ -164,10 +164,20 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
 
 
 def _figure_list(figures):
+    """``figures`` checked: a non-empty list of distinct names, ["all"] for every figure."""
+    from .figures import FIGURES
+
     if isinstance(figures, str) or not len(figures):
-        raise ValueError(f"`figures` must be a non-empty list of figure names; got "
-                         f"{figures!r}.")
-    return list(figures)
+        raise ValueError(f"`figures` must be a non-empty list of figure names (or ['all']); "
+                         f"got {figures!r}.")
+    figures = list(figures)
+    if figures == ["all"]:
+        return list(FIGURES)
+    if len(set(figures)) < len(figures):
+        raise ValueError(f"`figures` must name each figure once; got {figures!r}.")
+    for f in figures:
+        get_figure(f)                   # an unknown name, named
+    return figures
 
 
 def _check_out(out, create):
@@ -250,7 +260,7 @@ def reproduce_all(figures, *, quick=False, out="results", progress=True, backend
     Parameters
     ----------
     figures : sequence of str
-        Names in ``fastsd.figures.FIGURES``.
+        Distinct names in ``fastsd.figures.FIGURES``, or ["all"] for every figure.
     quick, out, progress, backend, executor
         As ``reproduce``.
 
@@ -273,8 +283,6 @@ def reproduce_all(figures, *, quick=False, out="results", progress=True, backend
     from .scan import ScanError
 
     figs = [get_figure(f) for f in _figure_list(figures)]
-    if len({f.FULL.name for f in figs}) < len(figs):
-        raise ValueError(f"`figures` must name each figure once; got {list(figures)!r}.")
     check_choice("backend", backend, BACKENDS)
     resolve_backend(backend)            # one that cannot run here fails before `out` is made
     out = _check_out(out, create=True)  # fail on a bad folder before any training

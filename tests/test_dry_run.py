@@ -199,5 +199,8 @@ def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(t
     assert main(["reproduce", "fig1c", "--dry-run", "--cluster", "slurm", "--workers", "16",
                  "--out", str(tmp_path)]) == 0
     assert "on 16 workers" in capsys.readouterr().out
-    assert main(["reproduce", "fig1c", "--dry-run", "--workers", "0"]) == 1
-    assert "`--workers` must be an integer >= 1; got 0" in capsys.readouterr().err
+    for bad in ("0", "-3"):                             # a usage error, as "1.5" is
+        with pytest.raises(SystemExit) as exit_:
+            main(["reproduce", "fig1c", "--dry-run", "--workers", bad])
+        assert exit_.value.code == 2
+        assert f"--workers must be an integer >= 1; got {bad}" in capsys.readouterr().err

@@ -335,5 +335,10 @@ def test_float32_products_are_within_their_recorded_error_and_give_the_same_flow
         lazy_limit(task, "regression", dtype="float32", max_bytes=1000, n_test=64, seed=1)
     with pytest.raises(ValueError, match="`dtype` = 'float32' needs solver='kron'"):
         lazy_limit(task, "regression", dtype="float32", solver="dense", n_test=64, seed=1)
+    # an option "kron" cannot take is a clash of options, not a size (no MemoryError)
+    with pytest.raises(ValueError, match="`dtype` = 'float32' runs only on solver 'kron', "
+                                         "which cannot take this problem: .*`pairs`='all'.* "
+                                         "Use dtype='float64'"):
+        lazy_limit(task, "regression", dtype="float32", pairs=40, n_test=64, seed=1)
     with pytest.raises(ValueError, match="`dtype` must be one of"):
         lazy_limit(task, "regression", dtype="float16", n_test=64, seed=1)

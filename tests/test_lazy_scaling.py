@@ -134,7 +134,8 @@ def test_the_example_bisection_brackets_the_first_crossing(L_star, width, tmp_pa
     (["--workers", "0"], "--workers must be an integer >= 1; got 0"),
     (["--steps", "999"], "--steps must be an integer >= 1000 .evaluations every 1000.; got 999"),
     (["--width", "0"], "--width must be an integer >= 1; got 0"),
-    (["--no-limit"], "--no-limit needs --width")])
+    (["--no-limit"], "--no-limit needs --width"),
+    (["--L-range", "300", "300"], "--L-range must hold a point L >= 2 of the paper's lattice")])
 def test_the_example_refuses_bad_arguments_before_running(argv, message, monkeypatch, capsys):
     ex = _example()
     monkeypatch.setattr(ex, "search", lambda *a: pytest.fail("ran"))

@@ -27,3 +27,50 @@ def test_the_logit_gap_to_the_limit_falls_like_one_over_root_width(method):
     slope = np.polyfit(np.log(list(gaps)), np.log(list(gaps.values())), 1)[0]
     assert gaps[256] > gaps[1024] > gaps[4096]
     assert -0.7 < slope < -0.35, gaps               # 1/sqrt(m): -0.5
+
+
+def _width_example():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parents[1] / "examples" / "lazy_width.py"
+    spec = importlib.util.spec_from_file_location("lazy_width", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0", "0"], "--seeds must be distinct integers >= 0; got 0 0"),
+    (["--seeds", "-1"], "--seeds must be distinct integers >= 0; got -1"),
+    (["--steps", "0"], "--steps must be an integer >= 1; got 0"),
+    (["--eval-every", "0"], r"--eval-every must be an integer in \[1, --steps = 1000\]; got 0"),
+    (["--widths", "0", "64"], "--widths must be integers >= 1; got 0 64"),
+    (["--report-only", "--out", "/nonexistent/x.jsonl"], "--report-only reports the runs in "
+                                                         "--out, which does not exist")])
+def test_the_width_example_refuses_bad_arguments_before_running(argv, message, monkeypatch,
+                                                                capsys):
+    import re
+    ex = _width_example()
+    monkeypatch.setattr(ex, "run", lambda *a: pytest.fail("ran"))
+    monkeypatch.setattr("sys.argv", ["lazy_width.py", "--quick", *argv])
+    with pytest.raises(SystemExit) as stop:
+        ex.main()
+    assert stop.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_the_width_example_json_is_one_object(tmp_path, monkeypatch, capsys):
+    import json
+    ex = _width_example()
+    monkeypatch.setattr(ex, "run", lambda key, args: {
+        "d": key[0], "L": key[1], "seed": key[2], "what": key[3], "steps": args.steps,
+        "eval_every": args.eval_every, "dtype": "float64" if isinstance(key[3], str) else
+        args.dtype, "best_test_accuracy": 0.5, "test_accuracy": [0.5], "wall_s": 0.0,
+        "predictions": [1.0, -1.0] if isinstance(key[3], str) else [1.0 + 1 / key[3], -1.0]})
+    monkeypatch.setattr("sys.argv", ["lazy_width.py", "--quick", "--json",
+                                     "--out", str(tmp_path / "w.jsonl")])
+    ex.main()
+    out = json.loads(capsys.readouterr().out)           # nothing but the one object
+    assert len(out["rows"]) == 2 * 3 and {f["reference"] for f in out["fits"]} == {"sgd", "flow"}
+    # the gap here is 1/m over an RMS logit of 1: the fitted exponent is -1
+    assert all(abs(f["b"] + 1) < 1e-9 for f in out["fits"])

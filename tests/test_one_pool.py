@@ -103,8 +103,19 @@ def test_a_figure_whose_cells_fail_leaves_the_other_drawn(tmp_path, capsys, monk
         "fig1a-quick", "figC1-quick"]
 
 
-def test_all_is_given_alone(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["reproduce", "all", "fig1c", "--dry-run"])
-    assert exc.value.code == 2
-    assert "'all' is every figure: give it alone" in capsys.readouterr().err
+def test_all_is_given_alone_and_each_figure_once(capsys):
+    from fastsd.figures import FIGURES
+    from fastsd.reproduce import plan_all
+
+    for args, message in ((["all", "fig1c"], "'all' is every figure: give it alone"),
+                          (["fig1c", "fig1c"], "name each figure once; got fig1c fig1c")):
+        with pytest.raises(SystemExit) as exc:
+            main(["reproduce", *args, "--dry-run"])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
+    # the same in Python, where ["all"] is every figure
+    with pytest.raises(ValueError, match=r"`figures` must name each figure once"):
+        plan_all(["fig1c", "fig1c"])
+    with pytest.raises(ValueError, match=r"`figures` must be a non-empty list"):
+        plan_all("fig1c")
+    assert [p["figure"] for p in plan_all(["all"], quick=True, workers=4)["figures"]] == [
+        f"{f}-quick" for f in FIGURES]

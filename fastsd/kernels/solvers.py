@@ -89,7 +89,7 @@ singular Gram), lam is raised tenfold from 1e-12 of the mean diagonal until it
 succeeds. "cg" uses lam >= 1e-12 of the mean diagonal of W^1/2 K W^1/2. The
 lam used is the "jitter" of the record.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -217,6 +217,14 @@ def choose_solver(name, size):
             return cls
         reasons.append(why)
     if special:
+        takers = [c for c in ranked if size.dtype in c.dtypes]
+        roomy = replace(size, max_bytes=2**62)
+        if all(c.refusal(roomy) is not None for c in takers):   # a clash, not a size
+            takers = [c.name for c in takers]
+            raise ValueError(
+                f"`dtype` = {size.dtype!r} runs only on solver "
+                f"{' or '.join(repr(t) for t in takers)}, which cannot take this problem: "
+                f"{' '.join(reasons)} Use dtype='float64' (solver='auto' then takes another).")
         raise SolveTooLargeError(" ".join(reasons))
     insist = " or ".join(f"solver={c.name!r}" for c in ranked if c.refusal(size) is None)
     raise SolveTooLargeError(

@@ -806,7 +806,7 @@ def load(store, *, xarray=False):
     except ImportError as exc:
         raise ImportError("fastsd.scan.load needs pandas; fix: pip install -e '.[analysis]' "
                           "in the fastsd checkout "
-                          "(or use ResultStore(path).load() for a list of dicts)") from exc
+                          "(or use fastsd.ResultStore(path).load() for a list of dicts)") from exc
     store = _as_store(store)
     if not os.path.exists(store.path):
         raise FileNotFoundError(f"`store` must be an existing results file; got {store.path}, "
