@@ -223,7 +223,8 @@ class SparseEngine(_DisplacementEngine):
     (``task.training_inputs_sparse``: the draws of ``training_inputs``);
     ``sparse_forward`` gathers the rows of its pixels into h0 | dh, ``dense_fused``
     runs as on the dense path, and ``sparse_update`` adds -lr grad_h^T X into the
-    same rows. The numbers are the dense path's up to rounding (the sums run over
+    same rows. Models with the same inputs (one seed's, in an ensemble of gammas)
+    draw and sort them once a step. The numbers are the dense path's up to rounding (the sums run over
     the non-zero pixels only, in another order). Evaluation is the dense GEMMs'.
     """
 
@@ -255,6 +256,8 @@ class SparseEngine(_DisplacementEngine):
                   for u in range(0, m, kern.UNIT_BLOCK)]
         acc = np.empty((len(update), kern.UNIT_BLOCK), self.dtype)
         X = _Columns(M, self.WT.shape[1], self.dtype)
+        leader = _shared_inputs(self.tasks, pairs, noise_rngs)
+        leaders = sorted(set(leader))
 
         def forward_part(i):
             k, u0, u1 = forward[i]
@@ -265,8 +268,9 @@ class SparseEngine(_DisplacementEngine):
             kern.sparse_update(self.WT, *X.of(k), grad_h, lrs[k], acc[i], k, u0, u1)
 
         for t in range(n):
-            X.load([task.training_inputs_sparse(u[t], v[t], rng)
-                    for task, (u, v, _), rng in zip(self.tasks, pairs, noise_rngs)])
+            X.load({j: self.tasks[j].training_inputs_sparse(pairs[j][0][t], pairs[j][1][t],
+                                                             noise_rngs[j])
+                    for j in leaders}, leader)
             for k, (_, _, y) in enumerate(pairs):
                 Y[k] = y[t]
             _threads.run_parts(forward_part, len(forward), 2 * m * X.entries)
@@ -274,7 +278,24 @@ class SparseEngine(_DisplacementEngine):
             _threads.run_parts(update_part, len(update), m * X.entries)
             grad_a *= lrs[:, None]
             self.da -= grad_a
+        for k, j in enumerate(leader):      # a follower's generator is where its leader's is
+            if j != k:
+                noise_rngs[k].bit_generator.state = noise_rngs[j].bit_generator.state
         return loss, correct
+
+
+def _shared_inputs(tasks, pairs, noise_rngs):
+    """For each model, the first model whose training inputs are its own: the same task,
+    batches and generator state (models of one seed); their inputs are drawn once a step."""
+    leader = []
+    for k in range(len(tasks)):
+        leader.append(next(
+            j for j in range(k + 1)
+            if j == k or (tasks[j] is tasks[k] and leader[j] == j
+                          and all(np.array_equal(a, b) for a, b in zip(pairs[j], pairs[k]))
+                          and noise_rngs[j].bit_generator.state
+                          == noise_rngs[k].bit_generator.state)))
+    return leader
 
 
 class _Columns:
@@ -282,27 +303,30 @@ class _Columns:
     arrays kept from step to step (grown when a batch has more entries)."""
 
     def __init__(self, M, p, dtype):
-        self.p, self.dtype = p, dtype
+        self.M, self.p, self.dtype = M, p, dtype
         self.n = np.zeros(M, np.int64)
         self.size = -1
 
-    def load(self, batches):
-        """Sort each model's ``SparseImages``; ``entries``: their stored pixels in all."""
-        size = max(b.index.size for b in batches)
+    def load(self, batches, leader):
+        """Sort each drawn ``SparseImages`` ({model: batch}, the leaders' of ``leader``, model
+        k reading model leader[k]'s); ``entries``: the models' stored pixels in all."""
+        size = max(b.index.size for b in batches.values())
         if size > self.size:
-            M = len(batches)
+            M = self.M
             self.size = size
             self.cols, self.rows = np.empty((M, size), np.int64), np.empty((M, size), np.int64)
             self.start, self.vals = np.empty((M, size + 1), np.int64), np.empty((M, size),
                                                                                  self.dtype)
-        for k, b in enumerate(batches):
-            self.n[k] = kern.sparse_columns(b.index, b.value, self.p, self.cols[k],
-                                            self.start[k], self.rows[k], self.vals[k])
-        self.entries = sum(b.index.size for b in batches)
+        for j, b in batches.items():
+            self.n[j] = kern.sparse_columns(b.index, b.value, self.p, self.cols[j],
+                                            self.start[j], self.rows[j], self.vals[j])
+        self.leader = leader
+        self.entries = sum(batches[j].index.size for j in leader)
 
     def of(self, k):
         """Model k's (cols, start, rows, vals, n), the arguments of the sparse kernels."""
-        return self.cols[k], self.start[k], self.rows[k], self.vals[k], self.n[k]
+        j = self.leader[k]
+        return self.cols[j], self.start[j], self.rows[j], self.vals[j], self.n[j]
 
 
 class _DrawnNoise:
