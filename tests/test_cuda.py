@@ -25,7 +25,7 @@ from test_backends import (
     reference_run,
 )
 
-from fastsd import PSVRT, SameDifferent, _philox, train, train_ensemble
+from fastsd import PSVRT, Pentomino, SameDifferent, _philox, train, train_ensemble
 from fastsd._dispatch import cuda_simulator, cuda_unavailable_reason
 from fastsd.mlp import _reference as ref
 
@@ -204,6 +204,26 @@ def test_image_task_inputs_built_on_the_host():
     gpu = train(task, 1.0, backend="cuda", **kw)
     cpu = train(task, 1.0, backend="cpu", **kw)
     assert_results_close(cpu, gpu, 1e-9)
+
+
+@pytest.mark.parametrize("task, dtype, tol", [
+    (PSVRT(patch=2, n_patches=3, n_train_patterns=4, seed=0), "float64", 1e-12),
+    (Pentomino(width=2, n_train_shapes=4, blur=0.7, seed=1), "float64", 1e-12),
+    (Pentomino(width=2, n_train_shapes=4, blur=0.7, seed=1), "float32", 1e-4)])
+def test_sparse_path_trains_the_cpu_dense_models(task, dtype, tol):
+    """path="sparse" on "cuda" (pixels sorted on the host, rows and updates on the device):
+    a 2-seed, 2-gamma ensemble's weights are the cpu dense path's (a seed's models share
+    their inputs; several chunks and evaluation windows)."""
+    kw = dict(width=3, steps=6, batch_size=4, eval_every=2, n_test=8, dtype=dtype,
+              progress=False)
+    args = (task, [1.0, 0.3, 1.0, 0.3], [5, 5, 6, 6])
+    gpu = train_ensemble(*args, backend="cuda", path="sparse", **kw)
+    cpu = train_ensemble(*args, backend="cpu", path="dense", **kw)
+    for g, c in zip(gpu, cpu):
+        assert g.path == "sparse"
+        for name in ("w", "a"):
+            x, y = getattr(g.final_params, name), getattr(c.final_params, name)
+            assert np.abs(x - y).max() <= tol * np.abs(y).max()
 
 
 def test_device_batches_are_for_symbol_tasks_only():

@@ -256,7 +256,7 @@ class SparseEngine(_DisplacementEngine):
                   for u in range(0, m, kern.UNIT_BLOCK)]
         acc = np.empty((len(update), kern.UNIT_BLOCK), self.dtype)
         X = _Columns(M, self.WT.shape[1], self.dtype)
-        leader = _shared_inputs(self.tasks, pairs, noise_rngs)
+        leader = shared_inputs(self.tasks, pairs, noise_rngs)
         leaders = sorted(set(leader))
 
         def forward_part(i):
@@ -284,7 +284,7 @@ class SparseEngine(_DisplacementEngine):
         return loss, correct
 
 
-def _shared_inputs(tasks, pairs, noise_rngs):
+def shared_inputs(tasks, pairs, noise_rngs):
     """For each model, the first model whose training inputs are its own: the same task,
     batches and generator state (models of one seed); their inputs are drawn once a step."""
     leader = []

@@ -31,6 +31,10 @@ gathers h0 = P[u] + P[v] and dh = Q[u] + Q[v] (``gather_sum``), runs steps 4-5,
 scatters G onto the symbols (``scatter_rows``, a fixed-order sum over the
 batch, no atomics), then C += D and Q += K D with K = S S^T (batched GEMM).
 
+Sparse path (PSVRT, Pentomino): the host draws the batches' non-zero pixels and sorts them
+by pixel, ``sparse_rows`` forms h0 and dh from each row's pixels and ``sparse_update`` adds
+the update into the rows of the batch's pixels, one block per pixel (``SparseEngine``).
+
 Nothing comes back to the host inside a window of steps: the losses and
 accuracies stay on the device until ``run`` returns at an evaluation.
 
@@ -296,10 +300,49 @@ def kernels(threads, dtype):
             D[k, sym, i] = a1
             D[k, sym, m + i] = a2
 
+    @cuda.jit
+    def sparse_rows(w0T, dwT, index, value, t, h0, dh):
+        """h0[k, b] = sum_e value[k, t, b, e] w0T[k, index[k, t, b, e]], dh the same with dwT:
+        the preactivations from a row's non-zero pixels, in their order; one block per row."""
+        B, m = h0.shape[1], h0.shape[2]
+        K = index.shape[3]
+        k = cuda.blockIdx.x // B
+        b = cuda.blockIdx.x % B
+        for i in range(cuda.threadIdx.x, m, T):
+            a0 = ZERO
+            a1 = ZERO
+            for e in range(K):
+                x = value[k, t, b, e]
+                if x != 0:
+                    q = index[k, t, b, e]
+                    a0 += x * w0T[k, q, i]
+                    a1 += x * dwT[k, q, i]
+            h0[k, b, i] = a0
+            dh[k, b, i] = a1
+
+    @cuda.jit
+    def sparse_update(G, cols, start, rows, vals, count, t, dwT):
+        """dwT[k, cols[j]] += sum of vals[e] G[k, rows[e]] over pixel j's entries (the batch
+        sorted by pixel, ``_cpu_kernels.sparse_columns``), in their order, no atomics; one
+        block per (model, pixel slot j), slots past the batch's count idle."""
+        m = G.shape[2]
+        J = cols.shape[2]
+        k = cuda.blockIdx.x // J
+        j = cuda.blockIdx.x % J
+        if j >= count[k, t]:
+            return
+        q = cols[k, t, j]
+        for i in range(cuda.threadIdx.x, m, T):
+            acc = ZERO
+            for e in range(start[k, t, j], start[k, t, j + 1]):
+                acc += vals[k, t, e] * G[k, rows[k, t, e], i]
+            dwT[k, q, i] += acc
+
     return types.SimpleNamespace(
         threads=T, philox=philox, centered_rows=centered_rows, forward_backward=forward_backward,
         readout_update=readout_update, gather_sum=gather_sum, gather_inputs=gather_inputs,
-        draw_pairs=draw_pairs, scatter_rows=scatter_rows)
+        draw_pairs=draw_pairs, scatter_rows=scatter_rows, sparse_rows=sparse_rows,
+        sparse_update=sparse_update)
 
 
 def _stack(arrays, dtype):
@@ -388,11 +431,8 @@ class _CudaEngine:
     def run(self, pairs, noise_rngs):
         """n SGD steps on batches drawn on the host; returns (loss, accuracy), (M, n) each."""
         xp = self.xp
-        u = np.stack([p[0] for p in pairs]).astype(np.int32)
-        v = np.stack([p[1] for p in pairs]).astype(np.int32)
-        y = np.stack([p[2] for p in pairs]).astype(np.float64)
+        u, v, U, V, Y = self._upload(pairs)
         M, n, B = u.shape
-        U, V, Y = xp.asarray(u), xp.asarray(v), xp.asarray(y)
         if self.clean:
             return self._window(U, V, Y, None)
         streams = [r for r in noise_rngs if isinstance(r, NormalStream)]
@@ -423,6 +463,13 @@ class _CudaEngine:
             self._window(U[:, t0:t1].copy(), V[:, t0:t1].copy(), Y[:, t0:t1].copy(), Xc,
                          loss[:, t0:t1], correct[:, t0:t1])
         return self._results(loss, correct, B)
+
+    def _upload(self, pairs):
+        """The host batches (index arrays u, v on the host) and U, V, Y on the device."""
+        u = np.stack([p[0] for p in pairs]).astype(np.int32)
+        v = np.stack([p[1] for p in pairs]).astype(np.int32)
+        y = np.stack([p[2] for p in pairs]).astype(np.float64)
+        return u, v, self.xp.asarray(u), self.xp.asarray(v), self.xp.asarray(y)
 
     def run_device(self, n, batch_size):
         """n SGD steps on batches drawn on the device; returns (loss, accuracy), (M, n) each."""
@@ -583,7 +630,87 @@ class SymbolEngine(_CudaEngine):
         self.Q += tmp
 
 
-ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine}
+class SparseEngine(_CudaEngine):
+    """Sparse path (images that are mostly zeros, ``task.has_sparse_inputs``): as ``_cpu``'s.
+
+    The host draws each step's ``SparseImages`` (once per seed: ``_cpu.shared_inputs``) and
+    sorts them by pixel (``_cpu_kernels.sparse_columns``), and uploads both forms a chunk of
+    steps at a time (a few percent of the dense images' bytes). ``sparse_rows`` forms h0 and
+    dh from each row's pixels, ``forward_backward`` and ``readout_update`` run as on the dense
+    path, and ``sparse_update`` adds the update into the rows of the batch's pixels.
+    """
+
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
+        self.dwT = self.xp.zeros_like(self.w0T)
+
+    def _dwT(self):
+        return self.dwT
+
+    def run(self, pairs, noise_rngs):
+        from . import _cpu
+
+        xp = self.xp
+        u, v, U, V, Y = self._upload(pairs)
+        M, n, B = u.shape
+        leader = _cpu.shared_inputs(self.tasks, pairs, noise_rngs)
+        leaders = sorted(set(leader))
+
+        def draw(t):
+            return {j: self.tasks[j].training_inputs_sparse(u[j, t], v[j, t], noise_rngs[j])
+                    for j in leaders}
+
+        first = draw(0)
+        # about 48 bytes an entry in the two forms; a chunk's batches kept below CHUNK_BYTES
+        c = max(1, min(n, self.CHUNK_BYTES // (48 * M * max(b.index.size for b in
+                                                              first.values()))))
+        loss, correct = xp.empty((M, n)), xp.empty((M, n))
+        for t0 in range(0, n, c):
+            steps = [first if t == 0 else draw(t) for t in range(t0, min(n, t0 + c))]
+            chunk = self._pack(steps, leader)
+            t1 = t0 + len(steps)
+            self._window(U[:, t0:t1].copy(), V[:, t0:t1].copy(), Y[:, t0:t1].copy(), chunk,
+                         loss[:, t0:t1], correct[:, t0:t1])
+        for k, j in enumerate(leader):      # a follower's generator is where its leader's is
+            if j != k:
+                noise_rngs[k].bit_generator.state = noise_rngs[j].bit_generator.state
+        return self._results(loss, correct, B)
+
+    def _pack(self, steps, leader):
+        """A chunk of steps' ``SparseImages`` ({leader: batch} each) on the device, row-major
+        (index, value: (M, c, B, K)) and sorted by pixel (cols, start, rows, vals, count)."""
+        from . import _cpu_kernels
+
+        M, c, p = len(leader), len(steps), self.w0T.shape[1]
+        B, K = next(iter(steps[0].values())).index.shape[0], max(
+            b.index.shape[1] for step in steps for b in step.values())
+        index = np.zeros((M, c, B, K), np.int64)
+        value = np.zeros((M, c, B, K), self.dtype)
+        cols, rows = np.zeros((M, c, B * K), np.int64), np.zeros((M, c, B * K), np.int64)
+        start, vals = np.zeros((M, c, B * K + 1), np.int64), np.zeros((M, c, B * K), self.dtype)
+        count = np.zeros((M, c), np.int64)
+        for s, step in enumerate(steps):
+            for k, j in enumerate(leader):
+                b = step[j]
+                index[k, s, :, :b.index.shape[1]] = b.index
+                value[k, s, :, :b.index.shape[1]] = b.value
+                count[k, s] = _cpu_kernels.sparse_columns(b.index, b.value, p, cols[k, s],
+                                                          start[k, s], rows[k, s], vals[k, s])
+        return tuple(self.xp.asarray(a) for a in (index, value, cols, start, rows, vals, count))
+
+    def _step(self, U, V, Y, t, inputs):
+        index, value, cols, start, rows, vals, count = inputs
+        M, _, B = U.shape
+        m = self.w0T.shape[2]
+        h0 = self._buf("h0", (M, B, m))
+        dh = self._buf("dh", (M, B, m))
+        self._rows(self.k.sparse_rows, M * B, self.w0T, self.dwT, index, value, t, h0, dh)
+        G = self._forward_backward(h0, dh, Y, t)
+        self._rows(self.k.sparse_update, M * cols.shape[2], G, cols, start, rows, vals, count,
+                   t, self.dwT)
+
+
+ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine, "sparse": SparseEngine}
 
 
 def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols"):

@@ -337,7 +337,7 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
         d (clean symbol tasks only, "cpu" and "cuda" backends); "sparse"
         forms the forward pass and the update over the non-zero pixels of each
         batch only (PSVRT and Pentomino, ``task.has_sparse_inputs``; "cpu"
-        backend; the dense path's numbers up to rounding); "auto" picks,
+        and "cuda" backends; the dense path's numbers up to rounding); "auto" picks,
         per model as if it trained alone, the path the backend's measured cost
         model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
         this machine, else shipped prices) predicts to be faster.
