@@ -92,6 +92,10 @@ class _Against:
         self.proc.wait()
 
 
+#: The two paths of the clean symbol task, timed side by side.
+PATHS = ("dense", "symbol")
+
+
 def _ints(text):
     return [int(x) for x in text.split(",") if x]
 
@@ -154,20 +158,20 @@ def main(argv=None):
     for d in args.ds:
         for L in args.Ls:
             sizes = dict(L=L, input_dim=2 * d, width=args.width, batch_size=args.batch_size)
-            pred = {p: model.step_seconds(p, models=args.models, **sizes) for p in costs.PATHS}
+            pred = {p: model.step_seconds(p, models=args.models, **sizes) for p in PATHS}
             auto = model.choose(**sizes)
             steps = {p: max(2, min(args.steps, int(args.max_seconds / pred[p])))
-                     for p in costs.PATHS}
+                     for p in PATHS}
             runs = {p: costs.step_timer(p, L=L, d=d, width=args.width,
                                         batch_size=args.batch_size, models=args.models,
-                                        dtype=args.dtype) for p in costs.PATHS}
-            best = {p: float("inf") for p in costs.PATHS}
-            before, before_auto = {p: float("inf") for p in costs.PATHS}, None
+                                        dtype=args.dtype) for p in PATHS}
+            best = {p: float("inf") for p in PATHS}
+            before, before_auto = {p: float("inf") for p in PATHS}, None
             with thread_limit(1):
-                for p in costs.PATHS:
+                for p in PATHS:
                     runs[p](1)                  # load the kernels
                 for _ in range(args.repeats):
-                    for p in costs.PATHS:
+                    for p in PATHS:
                         best[p] = min(best[p], runs[p](steps[p]) / steps[p])
                         if against:
                             got = against.time(path=p, L=L, d=d, width=args.width,

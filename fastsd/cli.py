@@ -251,12 +251,13 @@ def _cmd_calibrate(args):
           f"{'measured':>11}{'model':>11}")
     for pt in model.points:
         sizes = {k: pt[k] for k in ("L", "input_dim", "width", "batch_size", "models", "inputs")}
-        pred = model.step_seconds(pt["path"], **sizes)
+        pred = model.step_seconds(pt["path"], **sizes, entries=pt.get("entries"))
         print(f"  {pt['path']:<7}{pt['inputs']:>8}{pt['L']:>6}{pt['input_dim']:>6}"
               f"{pt['width']:>6}{pt['batch_size']:>5}{pt['models']:>7}  "
               f"{pt['seconds'] * 1e3:>8.3f} ms{pred * 1e3:>8.3f} ms")
     print("  (ms per step on one thread; p: input dimension; inputs: clean symbol pairs, "
-          "noisy ones, or PSVRT images)")
+          "noisy ones, or PSVRT images; the sparse path's images have 18 or 50 non-zero "
+          "pixels)")
     for d in (64, 256, 1024):
         L = costs.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
         print(f"  path='auto' at d = {d}, m = 1024, B = 128: symbol for L <= {L}, dense above")

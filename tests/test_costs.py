@@ -18,7 +18,8 @@ from fastsd.params import CALIBRATE
 #: Tiny shapes, two or more per path: a calibration of a fraction of a second.
 TINY_SHAPES = (("dense", 4, 4, 8, 4, 1, "symbols"), ("dense", 4, 8, 16, 8, 2, "noise"),
                ("dense", 4, 8, 8, 4, 1, "images"),
-               ("symbol", 4, 4, 8, 4, 1, "symbols"), ("symbol", 8, 4, 16, 8, 2, "symbols"))
+               ("symbol", 4, 4, 8, 4, 1, "symbols"), ("symbol", 8, 4, 16, 8, 2, "symbols"),
+               ("sparse", 4, 8, 8, 4, 1, "images"), ("sparse", 4, 128, 16, 8, 2, "images"))
 
 
 @pytest.fixture
@@ -44,27 +45,34 @@ SIZES = st.fixed_dictionaries({"L": st.integers(2, 4096), "input_dim": st.intege
                                "models": st.integers(1, 64)})
 PRICES = st.dictionaries(st.sampled_from(["step", "model", "unit", "input", "weights", "gemm",
                                           "noise", "draw", "pair", "update", "rows",
-                                          "flop"]),
+                                          "flop", "entry", "pixel", "scan"]),
                          st.floats(0, 1e-3), min_size=1)
 MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
           costs.fallback("cuda", "float32")]
 
 
-@given(sizes=SIZES, grow=st.sampled_from(["L", "input_dim", "width", "batch_size", "models"]),
-       by=st.integers(1, 1000), prices=PRICES, path=st.sampled_from(["dense", "symbol"]),
+@given(sizes=SIZES, grow=st.sampled_from(["L", "input_dim", "width", "batch_size", "models",
+                                         "entries"]),
+       by=st.integers(1, 1000), prices=PRICES,
+       path=st.sampled_from(["dense", "symbol", "sparse"]),
        backend=st.sampled_from(["cpu", "cuda"]))
 @example(sizes={"L": 2, "input_dim": 1, "width": 1, "batch_size": 1, "models": 1}, grow="L",
          by=1, prices={"pair": 1.0}, path="symbol", backend="cpu")    # half a draw per kind
 def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, path, backend):
     # for the shipped prices and for any non-negative ones a calibration can fit
-    fitted = costs.CostModel(backend, "float32", {"dense": prices, "symbol": prices},
-                             "calibrated")
+    fitted = costs.CostModel(backend, "float32", {"dense": prices, "symbol": prices,
+                                                  "sparse": prices}, "calibrated")
+    # the sparse path trains images, of a mean number of non-zero pixels each
+    kind = dict(inputs="images", entries=1.0 + sizes["L"] / 7) if path == "sparse" else {}
+    sizes = dict(sizes, **kind)
+    if grow == "entries" and path != "sparse":
+        return
     bigger = dict(sizes, **{grow: sizes[grow] + by})
     for model in MODELS + [fitted]:
         if model.backend != backend and model is not fitted:
             continue
         assert model.step_seconds(path, **bigger) >= model.step_seconds(path, **sizes)
-        if path == "dense":             # inputs that change every step cost more
+        if path == "dense" and not kind:    # inputs that change every step cost more
             for inputs in ("noise", "images"):
                 assert (model.step_seconds(path, **sizes, inputs=inputs)
                         >= model.step_seconds(path, **sizes))
@@ -111,7 +119,7 @@ def test_the_shipped_prices_pick_the_faster_path_at_the_measured_points():
         if max(dense, symbol) > 1.15 * min(dense, symbol):
             decided += 1
             assert model.choose(**sizes) == ("dense" if dense < symbol else "symbol"), (L, d)
-        for path in costs.PATHS:
+        for path in ("dense", "symbol"):
             pred = model.step_seconds(path, models=check["models"], **sizes)
             assert 1 / 1.5 < pred / measured[path] < 1.5, (L, d, path)
     assert decided >= len(check["points"]) - 2
@@ -133,7 +141,11 @@ def test_bad_sizes_and_paths_are_refused_by_name():
     model = costs.fallback()
     sizes = dict(L=8, input_dim=8, width=8, batch_size=8)
     with pytest.raises(ValueError, match="`path` must be one of"):
-        model.step_seconds("sparse", **sizes)
+        model.step_seconds("images", **sizes)
+    with pytest.raises(ValueError, match="`inputs` must be 'images' on the sparse path"):
+        model.step_seconds("sparse", **sizes, entries=10)
+    with pytest.raises(TypeError, match="`entries` must be"):
+        model.step_seconds("sparse", **sizes, inputs="images")
     with pytest.raises(ValueError, match="`width` must be an integer >= 1"):
         model.step_seconds("dense", **dict(sizes, width=0))
     with pytest.raises(ValueError, match="`L` must be an integer >= 2"):

@@ -74,3 +74,30 @@ def test_the_width_example_json_is_one_object(tmp_path, monkeypatch, capsys):
     assert len(out["rows"]) == 2 * 3 and {f["reference"] for f in out["fits"]} == {"sgd", "flow"}
     # the gap here is 1/m over an RMS logit of 1: the fitted exponent is -1
     assert all(abs(f["b"] + 1) < 1e-9 for f in out["fits"])
+
+
+def test_the_limits_first_step_is_the_kernel_mean_difference_and_generalizes_early():
+    """The exact limit's logistic flow starts as the kernel mean-difference classifier,
+    sign(mean over same training pairs of K(x, .) - mean over different ones), computed here
+    from ntk() on the raw vectors: its logits after one step correlate with it to 1e-4. With
+    16 symbols at d = 128 that classifier is far better than chance on fresh symbols, and the
+    flow's test accuracy then falls as it fits the training pairs: the best over a history
+    depends on how early it is evaluated (the L*(d) of App. G.1's protocol, evaluations every
+    1000 steps, is read after the fall)."""
+    from fastsd.kernels import ntk
+
+    task = SameDifferent(d=128, L=16, seed=3)
+    S = task.symbols
+    u, v = (a.ravel() for a in np.meshgrid(np.arange(16), np.arange(16), indexing="ij"))
+    same = u == v
+    xt, yt = task.sample_test(512, seed=7)
+    K = np.asarray(ntk(xt, np.concatenate([S[u], S[v]], axis=1)))
+    mean_difference = K[:, same].mean(axis=1) - K[:, ~same].mean(axis=1)
+    one = lazy_limit(task, "logistic_flow", steps=1, eval_every=1, n_test=64, seed=0,
+                     test_x=xt, backend="cpu")
+    assert np.corrcoef(mean_difference, one.predictions)[0, 1] > 1 - 1e-4
+    assert ((mean_difference > 0) == (yt > 0.5)).mean() > 0.85
+    r = lazy_limit(task, "logistic_flow", steps=60, eval_every=5, n_test=1024, seed=0,
+                   backend="cpu")
+    acc = r.history["test_accuracy"]
+    assert acc[0] > 0.85 and acc[-1] < acc[0] - 0.2

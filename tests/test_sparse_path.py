@@ -108,3 +108,34 @@ def test_the_sparse_path_is_refused_where_it_does_not_apply():
                                          r"'numpy'; got 'sparse'"):
         train(PSVRT(patch=2, n_patches=2, n_train_patterns=4, seed=0), gamma=1.0, width=8,
               steps=10, path="sparse", backend="numpy")
+
+
+def test_auto_takes_the_sparse_path_where_its_prices_say_it_is_faster():
+    """The shipped prices (the tests run on them) price both paths of an image task; "auto"
+    takes the cheaper one per model, and the scan's time model prices the path it takes."""
+    from fastsd.mlp import costs
+    from fastsd.scan import get_predictor
+
+    model = costs.load("cpu", "float32")
+    big = PSVRT(patch=5, n_patches=10, n_train_patterns=16, seed=0)         # p = 2500
+    small = Pentomino(width=2, n_train_shapes=8, seed=0)                    # p = 196
+    for task, want in ((big, "sparse"), (small, "dense")):
+        sizes = dict(input_dim=task.input_dim, width=512, batch_size=128)
+        e = task.sparse_entries()
+        sparse = model.step_seconds("sparse", L=2, inputs="images", entries=e, **sizes)
+        dense = model.step_seconds("dense", L=2, inputs="images", **sizes)
+        assert (sparse < dense) == (want == "sparse")
+        assert model.choose_images(**sizes, entries=e) == want
+        r = train(task, 1.0, width=512, steps=4, eval_every=2, n_test=16, backend="cpu",
+                  progress=False)
+        assert r.path == want
+    # a Fig. 3b cell's group is priced on the path "auto" takes
+    pred = get_predictor("mlp_image")
+    cell = pred.prepare(dict(task="psvrt", patch=5, n_patches=10, L=16, width=512, steps=1000,
+                             gamma=1.0, seed=0))
+    sizes = dict(input_dim=2500, width=512, batch_size=cell["batch_size"], L=16,
+                 steps=1000, eval_every=cell["eval_every"], n_test=cell["n_test"],
+                 inputs="images", extra_evals=1)
+    assert pred.seconds([cell]) == pytest.approx(model.train_seconds(
+        "sparse", **sizes, entries=big.sparse_entries()))
+    assert pred.seconds([cell]) < model.train_seconds("dense", **sizes)

@@ -157,8 +157,9 @@ def test_numpy_backend_is_float64_and_dense_only():
 
 
 def test_unknown_path_and_init():
-    with pytest.raises(ValueError, match=r"`path` must be one of 'auto', 'dense', 'symbol'"):
-        train(TASK, 1.0, path="sparse", **TINY)
+    with pytest.raises(ValueError, match=r"`path` must be one of 'auto', 'dense', 'symbol', "
+                                         r"'sparse'"):
+        train(TASK, 1.0, path="stamps", **TINY)
     with pytest.raises(ValueError, match=r"`init` must be one of 'normal', 'truncated'"):
         train(TASK, 1.0, init="xavier", **TINY)
 

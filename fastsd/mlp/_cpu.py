@@ -453,7 +453,8 @@ def _distinct(n, draws):
     return n * -math.expm1(draws * math.log1p(-1.0 / n)) if n > 1 else 1.0
 
 
-def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols"):
+def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols",
+                  entries=None):
     """What one SGD step of ``models`` models does on ``path``, in the cost model's units.
 
     Dense path (``DenseEngine.run``), per model: the Python calls of a step
@@ -468,16 +469,22 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
     GEMMs that update Q = K C, L times the distinct symbols of a batch's side
     times m, on both sides ("update"), and the 2 L x m entries of Q they add
     to ("rows"). "step" is the work shared by the ensemble's models.
+    Sparse path (``SparseEngine``, images), per model: the fused kernel ("unit") and the
+    multiply-adds over the batch's non-zero pixels, B x entries x m ("entry": both
+    preactivations and the update); once a step for a seed's models, the drawn and sorted
+    pixels ("pixel": B x entries) and the sort's pass over the p pixels ("scan").
 
     Parameters
     ----------
-    path : {"dense", "symbol"}
+    path : {"dense", "symbol", "sparse"}
     L, batch_size, width, input_dim : int
         Training symbols, batch size B, hidden units m and input dimension p.
     models : int, default 1
         Models trained in lockstep (on one thread).
     inputs : {"symbols", "noise", "images"}, default "symbols"
         Clean symbol pairs, noisy symbol pairs, or images built by the task.
+    entries : float, optional
+        Mean non-zero pixels of an image (``task.sparse_entries()``); the sparse path's.
 
     Returns
     -------
@@ -485,6 +492,9 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
         Counts by unit; every count grows with every size.
     """
     M, B, m, p = models, batch_size, width, input_dim
+    if path == "sparse":
+        return {"step": 1.0, "model": M, "unit": M * B * m, "entry": M * B * entries * m,
+                "pixel": B * entries, "scan": p}
     if path == "dense":
         return {"step": 1.0, "model": M, "unit": M * B * m, "input": M * B * p,
                 "weights": M * p * m, "gemm": M * (2 if inputs == "symbols" else 3) * B * p * m,
@@ -527,6 +537,10 @@ CALIBRATION = (
     ("symbol", 256, 16, 1024, 128, 6, "symbols"),
     ("symbol", 1024, 16, 1024, 128, 1, "symbols"), ("symbol", 1024, 16, 256, 32, 1, "symbols"),
     ("symbol", 2048, 16, 128, 8, 1, "symbols"),
+    ("sparse", 16, 32, 512, 128, 2, "images"), ("sparse", 16, 512, 512, 128, 2, "images"),
+    ("sparse", 16, 2048, 64, 128, 1, "images"), ("sparse", 16, 32, 2048, 32, 6, "images"),
+    ("sparse", 16, 128, 32, 8, 1, "images"), ("sparse", 16, 4096, 256, 64, 1, "images"),
+    ("sparse", 16, 512, 1024, 64, 4, "images"), ("sparse", 16, 32, 128, 256, 1, "images"),
 )
 
 #: The units of ``step_features`` that count BLAS multiply-adds: scaled by this machine's
@@ -539,19 +553,31 @@ GEMM_UNITS = ("gemm", "update")
 #: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
 #: up to L = 212 at d = 64, 568 at d = 256 and 1976 at d = 1024.
 FALLBACK_MACHINE = {"cpu": "Intel Xeon", "cores": 2, "measured": "2026-12-02"}
+#: The sparse path's prices: fitted to ``fastsd calibrate``'s sparse shapes (the best of 5
+#: runs) on the 2-core AMD EPYC machine (2026-12-04, idle), divided by that machine's probe
+#: factor for non-GEMM work (x1.92 against the development machine), so that the probe
+#: scales them back there as it scales the others. The fit folds the fused kernel's units
+#: and the drawn pixels into "entry" and "model" (the shapes vary entries only 18 to 50);
+#: it predicts the eight shapes within a factor 1.7 (most within 1.25).
+SPARSE_F32 = {"step": 0.0, "model": 4.636e-05, "unit": 0.0, "entry": 4.046e-10, "pixel": 0.0,
+              "scan": 1.409e-08}
+SPARSE_F64 = {"step": 0.0, "model": 3.698e-05, "unit": 0.0, "entry": 5.861e-10, "pixel": 0.0,
+              "scan": 1.584e-08}
 FALLBACK_PRICES = {
     "float32": {
         "dense": {"step": 5.505e-06, "model": 9.566e-06, "unit": 2.436e-09, "input": 9.468e-10,
                   "weights": 9.175e-10, "gemm": 1.245e-11, "noise": 1.34e-09,
                   "draw": 6.739e-10},
         "symbol": {"step": 1.527e-07, "model": 1.16e-06, "pair": 7.599e-10,
-                   "update": 1.541e-11, "rows": 3.352e-10}},
+                   "update": 1.541e-11, "rows": 3.352e-10},
+        "sparse": SPARSE_F32},
     "float64": {
         "dense": {"step": 5.61e-06, "model": 9.708e-06, "unit": 3.769e-09, "input": 2.641e-09,
                   "weights": 1.094e-09, "gemm": 2.332e-11, "noise": 1.434e-08,
                   "draw": 1.386e-10},
         "symbol": {"step": 1.936e-07, "model": 8.956e-07, "pair": 1.349e-09,
-                   "update": 3.066e-11, "rows": 9.839e-10}},
+                   "update": 3.066e-11, "rows": 9.839e-10},
+        "sparse": SPARSE_F64},
 }
 
 #: What the shipped prices are checked against (tests/test_costs.py): seconds per step of 6

@@ -713,16 +713,20 @@ class SparseEngine(_CudaEngine):
 ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine, "sparse": SparseEngine}
 
 
-def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols"):
+def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbols",
+                  entries=None):
     """What one SGD step of ``models`` models does on ``path``, in this backend's units.
 
     As ``_cpu.step_features``, for the GPU, which does every symbol row: a
     B x L scatter and an L x L GEMM per step ("flop": 2 L (B + L) m), against
     two B x p x m GEMMs (h0 is a gather; three GEMMs when the inputs change
     every step, the noise drawn on the device, images built on the host and
-    uploaded: "draw"), and a fixed cost of its kernel launches per step ("step").
+    uploaded: "draw"), and a fixed cost of its kernel launches per step ("step"); the
+    sparse path's are those of B x entries pixels in place of B x p.
     """
     M, B, m, p = models, batch_size, width, input_dim
+    if path == "sparse":            # rows and update over the pixels; drawn once a seed
+        return {"step": 1.0, "flop": M * 6 * B * entries * m, "draw": B * entries}
     if path == "dense":
         return {"step": 1.0, "flop": M * (4 if inputs == "symbols" else 6) * B * p * m,
                 "draw": M * B * p if inputs == "images" else 0.0}
@@ -740,4 +744,5 @@ def eval_features(input_dim, width, n_test, models=1, sources=1):
 #: 20 TFLOP/s, launches of 100 us a step).
 FALLBACK_MACHINE = {"cpu": "nominal GPU", "cores": None, "measured": None}
 FALLBACK_PRICES = {dtype: {path: {"step": 1e-4, "flop": 1 / 20e12, "draw": 1 / 100e9}
-                           for path in ("dense", "symbol")} for dtype in ("float32", "float64")}
+                           for path in ("dense", "symbol", "sparse")}
+                   for dtype in ("float32", "float64")}

@@ -65,9 +65,9 @@ from .._pricing import predict
 from .._dispatch import FAMILIES
 from .._validation import check_batch_size, check_choice, check_float, check_int
 
-#: The paths the cost model prices (and `path="auto"` chooses between); the "sparse" path of
-#: the image tasks is taken when asked for.
-PATHS = ("dense", "symbol")
+#: The paths the cost model prices, and `path="auto"` chooses between: "dense" or "symbol" for
+#: clean symbol tasks, "dense" or "sparse" for the image tasks whose inputs are mostly zeros.
+PATHS = ("dense", "symbol", "sparse")
 DTYPES = ("float32", "float64")
 #: The environment variable that can force the shipped prices: "fallback", or "auto" (the
 #: default: this machine's calibration where one is stored).
@@ -81,6 +81,16 @@ SOURCES = ("mlp/", "tasks/", "_numerics.py", "_philox.py", "_rng.py")
 INPUTS = ("symbols", "noise", "images")
 #: The noise variance of the calibration's noisy shapes.
 _NOISE_SIGMA2 = 0.1
+
+
+def _check_path_inputs(path, inputs):
+    """The symbol path trains clean symbol pairs only, the sparse path images only."""
+    if inputs != "symbols" and path == "symbol":
+        raise ValueError(f"`inputs` must be 'symbols' on the symbol path (it trains clean "
+                         f"symbol tasks only); got {inputs!r}.")
+    if inputs != "images" and path == "sparse":
+        raise ValueError(f"`inputs` must be 'images' on the sparse path (it trains image "
+                         f"tasks whose inputs are mostly zeros); got {inputs!r}.")
 
 
 def _module(backend):
@@ -123,12 +133,12 @@ class CostModel:
     points: tuple = field(default=(), repr=False)
 
     def step_seconds(self, path, *, L, input_dim, width, batch_size, models=1,
-                     inputs="symbols"):
+                     inputs="symbols", entries=None):
         """Predicted seconds of one SGD step of ``models`` models on ``path``, one thread.
 
         Parameters
         ----------
-        path : {"dense", "symbol"}
+        path : {"dense", "symbol", "sparse"}
         L : int
             Training symbols (>= 2; unused by the dense path).
         input_dim : int
@@ -137,24 +147,28 @@ class CostModel:
             Hidden units m, batch size B and models trained in lockstep, >= 1.
         inputs : {"symbols", "noise", "images"}, default "symbols"
             The models' training inputs (``INPUTS``); the symbol path trains
-            on "symbols" only.
+            on "symbols" only, the sparse path on "images" only.
+        entries : float, optional
+            Mean non-zero pixels of an image (``task.sparse_entries()``), > 0:
+            the sparse path's size (it needs it).
 
         Raises
         ------
         ValueError, TypeError
-            For a path this backend lacks, a size out of range, or inputs
-            other than "symbols" on the symbol path.
+            For a path this backend lacks, a size out of range, inputs other
+            than "symbols" on the symbol path or "images" on the sparse path,
+            or the sparse path without ``entries``.
         """
         check_choice("path", path, tuple(self.prices))
         check_choice("inputs", inputs, INPUTS)
-        if inputs != "symbols" and path == "symbol":
-            raise ValueError(f"`inputs` must be 'symbols' on the symbol path (it trains clean "
-                             f"symbol tasks only); got {inputs!r}.")
+        _check_path_inputs(path, inputs)
         L = check_int("L", L, 2)
         sizes = [check_int(n, v, 1) for n, v in (("input_dim", input_dim), ("width", width),
                                                  ("batch_size", batch_size), ("models", models))]
         p, m, B, M = sizes
-        features = _module(self.backend).step_features(path, L, B, m, p, M, inputs)
+        if path == "sparse":
+            entries = check_float("entries", entries, positive=True)
+        features = _module(self.backend).step_features(path, L, B, m, p, M, inputs, entries)
         return predict(self.prices[path], features)
 
     def eval_seconds(self, *, input_dim, width, n_test, models=1, sources=1):
@@ -166,7 +180,8 @@ class CostModel:
         return predict(self.prices["dense"], _module(self.backend).eval_features(p, m, n, M, S))
 
     def train_seconds(self, path, *, L, input_dim, width, batch_size, steps, eval_every,
-                      n_test, models=1, sources=1, inputs="symbols", extra_evals=0):
+                      n_test, models=1, sources=1, inputs="symbols", extra_evals=0,
+                      entries=None):
         """Predicted seconds of ``train_ensemble``'s loop: its steps and its evaluations.
 
         ``extra_evals`` adds evaluations' worth of work after training (a scan
@@ -177,7 +192,8 @@ class CostModel:
         eval_every = check_int("eval_every", eval_every, 1)
         evals = -(-steps // eval_every) + check_int("extra_evals", extra_evals, 0)
         step = self.step_seconds(path, L=L, input_dim=input_dim, width=width,
-                                 batch_size=batch_size, models=models, inputs=inputs)
+                                 batch_size=batch_size, models=models, inputs=inputs,
+                                 entries=entries)
         return steps * step + evals * self.eval_seconds(input_dim=input_dim, width=width,
                                                         n_test=n_test, models=models,
                                                         sources=sources)
@@ -193,6 +209,20 @@ class CostModel:
         sizes = dict(L=L, input_dim=input_dim, width=width, batch_size=batch_size)
         symbol, dense = (self.step_seconds(p, **sizes) for p in ("symbol", "dense"))
         return "symbol" if symbol < dense else "dense"
+
+    def choose_images(self, *, input_dim, width, batch_size, entries):
+        """The faster path of one image-task model trained alone: "sparse" or "dense".
+
+        ``entries`` is the task's mean non-zero pixels an image
+        (``task.sparse_entries()``). Ties, and prices without the sparse path,
+        go to "dense".
+        """
+        if "sparse" not in self.prices:
+            return "dense"
+        sizes = dict(L=2, input_dim=input_dim, width=width, batch_size=batch_size,
+                     inputs="images")
+        sparse = self.step_seconds("sparse", **sizes, entries=entries)
+        return "sparse" if sparse < self.step_seconds("dense", **sizes) else "dense"
 
     def describe(self):
         """One line: what the prices are and where they come from."""
@@ -454,19 +484,20 @@ def load(backend="cpu", dtype="float32", environ=None):
 
 def _calibration_task(path, L, d, inputs):
     """The task of a calibration shape: ``SameDifferent(d, L)`` (noisy, sigma2 = 0.1, for
-    "noise"), or for "images" ``PSVRT`` with L training patterns of 5 x 5 cells on a grid of
+    "noise"), or for "images" ``PSVRT`` with L training patterns of 5 x 5 cells (3 x 3 for
+    d < 64, so that the sparse path's non-zero pixels vary: 18 or 50 an image) on a grid of
     about sqrt(2 d) pixels a side (its input dimension is the task's); checked as
-    ``step_seconds`` checks them (the symbol path trains "symbols" only)."""
+    ``step_seconds`` checks them (the symbol path trains "symbols" only, the sparse path
+    "images" only)."""
     from ..tasks import PSVRT, SameDifferent
 
     check_choice("path", path, PATHS)
     check_choice("inputs", inputs, INPUTS)
-    if inputs != "symbols" and path == "symbol":
-        raise ValueError(f"`inputs` must be 'symbols' on the symbol path (it trains clean "
-                         f"symbol tasks only); got {inputs!r}.")
+    _check_path_inputs(path, inputs)
     L, d = check_int("L", L, 2), check_int("d", d, 1)
     if inputs == "images":
-        return PSVRT(patch=5, n_patches=max(2, round(math.sqrt(2 * d) / 5)),
+        patch = 3 if d < 64 else 5
+        return PSVRT(patch=patch, n_patches=max(2, round(math.sqrt(2 * d) / patch)),
                      n_train_patterns=L, seed=0)
     return SameDifferent(d, L, sigma2=_NOISE_SIGMA2 if inputs == "noise" else 0.0, seed=0)
 
@@ -507,10 +538,16 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
 
 def _steps(seconds, path, *, L, d, width, batch_size, models, inputs, dtype, backend):
     """Steps that take about ``seconds`` by the fallback prices (2 to 100,000)."""
+    task = _calibration_task(path, L, d, inputs)
     guess = fallback(backend, dtype).step_seconds(
-        path, L=L, input_dim=_calibration_task(path, L, d, inputs).input_dim, width=width,
-        batch_size=batch_size, models=models, inputs=inputs)
+        path, L=L, input_dim=task.input_dim, width=width, batch_size=batch_size, models=models,
+        inputs=inputs, entries=_entries(task))
     return int(min(100_000, max(2, round(seconds / max(guess, 1e-9)))))
+
+
+def _entries(task):
+    """The sparse path's size of a task: its mean non-zero pixels an image (None without)."""
+    return task.sparse_entries() if task.has_sparse_inputs else None
 
 
 def measure(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype="float32",
@@ -522,7 +559,7 @@ def measure(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype=
 
     Parameters
     ----------
-    path : {"dense", "symbol"}
+    path : {"dense", "symbol", "sparse"}
     L, d, width, batch_size, models : int
     inputs : {"symbols", "noise", "images"}, default "symbols"
         The task (``step_timer``): clean or noisy (sigma2 = 0.1) symbol pairs, or
@@ -562,7 +599,7 @@ def fit(backend, path, points):
     Parameters
     ----------
     backend : {"cpu", "cuda"}
-    path : {"dense", "symbol"}
+    path : {"dense", "symbol", "sparse"}
     points : sequence of dict
         Each with L, input_dim, width, batch_size, models, inputs and seconds
         (per step), as ``calibrate`` records them.
@@ -573,7 +610,8 @@ def fit(backend, path, points):
     """
     module = _module(backend)
     rows = [module.step_features(path, pt["L"], pt["batch_size"], pt["width"], pt["input_dim"],
-                                 pt["models"], pt["inputs"]) for pt in points]
+                                 pt["models"], pt["inputs"], pt.get("entries"))
+            for pt in points]
     return fit_prices(rows, [pt["seconds"] for pt in points])
 
 
@@ -623,7 +661,7 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
                              f"{backend!r}, whose cost model is its nominal FALLBACK_PRICES.")
         shapes = module.CALIBRATION
     shapes = [tuple(s) for s in shapes]
-    priced = [p for p in module.ENGINES if p in PATHS]     # "sparse" is not priced yet
+    priced = [p for p in module.ENGINES if p in PATHS]
     missing = [p for p in priced if p not in {s[0] for s in shapes}]
     if missing:
         raise ValueError(f"`shapes` must time every path of backend {backend!r}; got none on "
@@ -633,8 +671,8 @@ def calibrate(backend="cpu", dtype="float32", *, shapes=None, repeats=3, seconds
         sizes = dict(L=L, d=d, width=width, batch_size=batch_size, models=models,
                      inputs=inputs)
         runs.append(step_timer(path, **sizes, dtype=dtype, backend=backend))
-        points.append(dict(path=path, **sizes,
-                           input_dim=_calibration_task(path, L, d, inputs).input_dim,
+        task = _calibration_task(path, L, d, inputs)
+        points.append(dict(path=path, **sizes, input_dim=task.input_dim, entries=_entries(task),
                            steps=_steps(seconds, path, **sizes, dtype=dtype, backend=backend),
                            seconds=float("inf")))
     # The shapes take turns, so that a burst of load from other processes slows one run of

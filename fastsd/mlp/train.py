@@ -210,7 +210,13 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
             allowed = " or ".join(repr(p) for p in [*module.ENGINES, "auto"])
             raise ValueError(f"`path` must be {allowed} with backend {backend!r}; got {path!r}.")
         return path
-    if len(module.ENGINES) == 1 or not task.has_symbol_basis:
+    if len(module.ENGINES) == 1:
+        return "dense"
+    if task.has_sparse_inputs and "sparse" in module.ENGINES:
+        return costs.load(backend, dtype).choose_images(
+            input_dim=task.input_dim, width=width, batch_size=batch_size,
+            entries=task.sparse_entries())
+    if not task.has_symbol_basis:
         return "dense"
     return costs.load(backend, dtype).choose(L=task.L, input_dim=task.input_dim, width=width,
                                              batch_size=batch_size)

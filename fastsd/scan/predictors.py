@@ -21,6 +21,7 @@ largest first.
 
 ``PREDICTORS`` maps the names that ``fastsd.scan.run`` accepts to them.
 """
+import functools
 import time
 from dataclasses import asdict
 
@@ -253,13 +254,16 @@ class MLPImagePredictor(Predictor):
         return self.seconds([settings])
 
     def seconds(self, group, backend="cpu", dtype=None):
-        """Predicted seconds of the group's ensemble on one thread: a rough estimate, every
-        image task's inputs priced per element as the calibration's PSVRT images
-        (``fastsd.mlp.costs``)."""
+        """Predicted seconds of the group's ensemble on one thread, on the path "auto" picks
+        (``fastsd.mlp.costs``: every image task's dense inputs priced per element as the
+        calibration's PSVRT images, the sparse path by the mean non-zero pixels of an image,
+        ``task.sparse_entries()``, of the task's geometry)."""
         s = group[0]
         side = s["patch"] * s["n_patches"] if s["task"] == "psvrt" else 7 * s["image_width"]
         return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=side * side,
-                                 inputs="images")
+                                 inputs="images", entries=_image_entries(
+                                     s["task"], s.get("patch"), s.get("n_patches"),
+                                     s.get("image_width"), s.get("blur"), s["L"]))
 
     def memory(self, group, backend="cpu", dtype=None):
         """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
@@ -282,10 +286,11 @@ class MLPImagePredictor(Predictor):
                 for s, r, t in zip(group, results, tasks)]
 
 
-def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs):
+def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs, entries=None):
     """Predicted seconds of ``train_ensemble`` on a group of "mlp" or "mlp_image" cells: one
     ensemble, the test sets drawn once per seed, one evaluation more for the activation
-    change; on the path "auto" picks. None on a backend without a cost model ("numpy")."""
+    change; on the path "auto" picks (``entries``: an image task's mean non-zero pixels an
+    image, for the sparse path). None on a backend without a cost model ("numpy")."""
     from ..mlp import costs
 
     if not traits(backend).priced:
@@ -293,11 +298,31 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs):
     s = group[0]
     model = costs.load(backend, dtype or "float32")
     sizes = dict(L=L, input_dim=input_dim, width=s["width"], batch_size=s["batch_size"])
-    path = model.choose(**sizes) if inputs == "symbols" else "dense"
+    if inputs == "symbols":
+        path = model.choose(**sizes)
+    elif entries is not None and "sparse" in _module_engines(backend):
+        path = model.choose_images(input_dim=input_dim, width=s["width"],
+                                   batch_size=s["batch_size"], entries=entries)
+    else:
+        path = "dense"
     return model.train_seconds(path, **sizes, steps=s["steps"], eval_every=s["eval_every"],
                                n_test=s["n_test"], models=len(group),
                                sources=len({g["seed"] for g in group}), inputs=inputs,
-                               extra_evals=1)
+                               extra_evals=1, entries=entries if path == "sparse" else None)
+
+
+def _module_engines(backend):
+    from .._dispatch import FAMILIES
+
+    return FAMILIES["mlp"].module(backend).ENGINES
+
+
+@functools.lru_cache(maxsize=None)
+def _image_entries(task, patch, n_patches, image_width, blur, L):
+    """Mean non-zero pixels of a training image of the task's geometry (its seed-0 task)."""
+    return MLPImagePredictor.make_task(dict(task=task, patch=patch, n_patches=n_patches,
+                                            image_width=image_width, blur=blur, L=L,
+                                            task_seed=0)).sparse_entries()
 
 
 def _mlp_cost_model(backend, dtype):
