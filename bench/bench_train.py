@@ -55,7 +55,9 @@ def _early_threads(argv):
     return None
 
 
-THREADS = _early_threads(sys.argv[1:]) if __name__ == "__main__" else None
+# Read by this script and by the bench scripts that import it first (bench_images.py).
+THREADS = (_early_threads(sys.argv[1:])
+           if os.path.basename(sys.argv[0]).startswith("bench_") else None)
 if THREADS is not None:
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                  "NUMBA_NUM_THREADS"):
@@ -476,6 +478,60 @@ def calibrate(run, target_s, max_steps, settle_fn):
     return max(1, min(max_steps, n)), per, overhead, ratio
 
 
+MAX_STEPS = 100000
+
+
+def prepare(settings, methods, target, settle_fn, name_of):
+    """Build and calibrate every (method, setting): warm-up (compile), then N.
+
+    ``methods``: (name, kind, factory(*setting) -> (run, info), model count); a method
+    that fails to build is skipped with a note. Returns {(name, setting): record}.
+    """
+    runners = {}
+    for setting in settings:
+        for name, kind, factory, count in methods:
+            t0 = time.perf_counter()
+            try:
+                run, info = factory(*setting)
+                n, per_step, overhead, _ = calibrate(run, target, MAX_STEPS, settle_fn)
+            except Exception as exc:  # noqa: BLE001 - a peer may fail to build or compile
+                print(f"note: {name} at {name_of(*setting)} failed to prepare: "
+                      f"{type(exc).__name__}: {exc}; skipped")
+                continue
+            info["calibration"] = dict(per_model_step_s=per_step, call_overhead_s=overhead)
+            runners[(name, setting)] = dict(run=run, info=info, n=n, meas=[], kind=kind,
+                                            count=count, prep_s=time.perf_counter() - t0)
+            print(f"  prepared {name:20s} {name_of(*setting)}: N={n}, "
+                  f"~{per_step * 1e3:.3f} ms/model-step + {overhead * 1e3:.0f} ms/call "
+                  f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    return runners
+
+
+def interleave(runners, settings, methods, repeats, target, settle_fn):
+    """Timed, interleaved repeats of every prepared runner, appended to its ``meas``.
+
+    A measurement much shorter than the target (N calibrated while the machine was
+    busy) raises N for later repeats; callers keep the best rate.
+    """
+    for r in range(repeats):
+        for setting in settings:
+            for name, *_ in methods:
+                rec = runners.get((name, setting))
+                if rec is None:
+                    continue
+                gc.collect()
+                busy = settle_fn()
+                n = rec["n"]
+                cpu = time.process_time()
+                el, done = rec["run"](n)
+                cpu = time.process_time() - cpu
+                rec["meas"].append(dict(steps=n, model_steps=done, s=el, cpu_s=cpu, busy=busy,
+                                        rate=done / el))
+                if el < 0.5 * target:
+                    rec["n"] = min(MAX_STEPS, max(n + 1, int(round(n * target / el))))
+        print(f"  repeat {r + 1}/{repeats} done", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -525,47 +581,8 @@ def main(argv=None):
     def settle_fn():
         return settle(args.pause, args.quiet_wait, args.quiet_threshold)
 
-    # Prepare every (method, setting): warm-up (compile) then calibrate N.
-    max_steps = 100000
-    runners = {}
-    for d, m, L in settings:
-        for name, kind, factory, count in methods:
-            key = (name, (d, m, L))
-            t0 = time.perf_counter()
-            try:
-                run, info = factory(d, m, L)
-                n, per_step, overhead, _ = calibrate(run, target, max_steps, settle_fn)
-            except Exception as exc:  # noqa: BLE001 - a peer may fail to build or compile
-                print(f"note: {name} at {setting_name(d, m, L)} failed to prepare: "
-                      f"{type(exc).__name__}: {exc}; skipped")
-                continue
-            info["calibration"] = dict(per_model_step_s=per_step, call_overhead_s=overhead)
-            runners[key] = dict(run=run, info=info, n=n, meas=[], kind=kind, count=count,
-                                prep_s=time.perf_counter() - t0)
-            print(f"  prepared {name:20s} {setting_name(d, m, L)}: N={n}, "
-                  f"~{per_step * 1e3:.3f} ms/model-step + {overhead * 1e3:.0f} ms/call "
-                  f"({time.perf_counter() - t0:.1f} s)", flush=True)
-
-    # Timed, interleaved repeats. A measurement much shorter than the target
-    # (N calibrated while the machine was busy) raises N for later repeats;
-    # the best rate over all measurements is kept.
-    for r in range(repeats):
-        for d, m, L in settings:
-            for name, *_ in methods:
-                rec = runners.get((name, (d, m, L)))
-                if rec is None:
-                    continue
-                gc.collect()
-                busy = settle_fn()
-                n = rec["n"]
-                cpu = time.process_time()
-                el, done = rec["run"](n)
-                cpu = time.process_time() - cpu
-                rec["meas"].append(dict(steps=n, model_steps=done, s=el, cpu_s=cpu, busy=busy,
-                                        rate=done / el))
-                if el < 0.5 * target:   # N was calibrated on a busy machine
-                    rec["n"] = min(max_steps, max(n + 1, int(round(n * target / el))))
-        print(f"  repeat {r + 1}/{repeats} done", flush=True)
+    runners = prepare(settings, methods, target, settle_fn, setting_name)
+    interleave(runners, settings, methods, repeats, target, settle_fn)
     machine["loadavg_end"] = os.getloadavg()
 
     # Results.
@@ -641,16 +658,22 @@ def main(argv=None):
             status = "met" if row["vs_jax"] >= want else "NOT met"
             print(f"  {name}: >= {want}x {REF_JAX}: {row['vs_jax']:.2f}x ({status})")
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    write_rows(args.out, "bench_train", rows, repeats=repeats, target_s=target, notes=notes,
+               machine=machine)
+    return 0
+
+
+def write_rows(path, bench, rows, **common):
+    """Append one JSON line a row to ``path``, each with a fresh run id, the time and
+    ``common``; prints where they went."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     run_id = uuid.uuid4().hex[:12]
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    with open(args.out, "a") as fh:
+    with open(path, "a") as fh:
         for row in rows:
-            fh.write(json.dumps(dict(bench="bench_train", run_id=run_id, time=stamp,
-                                     repeats=repeats, target_s=target, notes=notes,
-                                     machine=machine, **row), default=str) + "\n")
-    print(f"\nwrote {len(rows)} JSON lines to {os.path.relpath(args.out)} (run_id {run_id})")
-    return 0
+            fh.write(json.dumps(dict(bench=bench, run_id=run_id, time=stamp, **common, **row),
+                                default=str) + "\n")
+    print(f"\nwrote {len(rows)} JSON lines to {os.path.relpath(path)} (run_id {run_id})")
 
 
 if __name__ == "__main__":

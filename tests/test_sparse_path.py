@@ -9,6 +9,8 @@
   update's unit block, batch sizes that are not multiples of the row block, ensembles of
   several gammas and seeds (one seed's models draw their inputs once a step, over several
   calls of the engine), in float32 to float32 rounding over a short run;
+- an ensemble gives each model the bits of its run alone, in float32 and float64: one
+  seed's models (h0 = w0 . x computed once a step for them all) and several seeds;
 - it is refused, naming `path`, where it does not apply (symbol tasks, other backends).
 """
 import numpy as np
@@ -77,6 +79,19 @@ def test_the_sparse_path_trains_the_dense_paths_models(task, width, batch_size, 
         assert np.allclose(s.history["train_loss"], t.history["train_loss"], rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_sparse_ensemble_gives_each_model_its_bits_alone(dtype):
+    from test_backends import assert_results_equal
+
+    task = Pentomino(width=3, n_train_shapes=6, blur=0.5, seed=3)
+    gammas, seeds = [1e-3, 0.1, 1.0, 0.1, 1.0], [4, 4, 4, 9, 9]
+    kw = dict(width=70, batch_size=34, steps=30, eval_every=10, n_test=16, backend="cpu",
+              path="sparse", dtype=dtype)
+    rs = train_ensemble(task, gammas, seeds, **kw)
+    for r, g, s in zip(rs, gammas, seeds):
+        assert_results_equal(r, train(task, g, seed=s, **kw))
+
+
 def test_float32_sparse_training_follows_the_float64_reference():
     task = Pentomino(width=6, n_train_shapes=8, blur=0.5, seed=1)
     sizes = dict(gammas=[1.0, 0.3], seeds=[2, 2], width=96, batch_size=32, steps=100)
@@ -118,7 +133,7 @@ def test_auto_takes_the_sparse_path_where_its_prices_say_it_is_faster():
 
     model = costs.load("cpu", "float32")
     big = PSVRT(patch=5, n_patches=10, n_train_patterns=16, seed=0)         # p = 2500
-    small = Pentomino(width=2, n_train_shapes=8, seed=0)                    # p = 196
+    small = PSVRT(patch=4, n_patches=2, n_train_patterns=8, seed=0)        # p = 64, half set
     for task, want in ((big, "sparse"), (small, "dense")):
         sizes = dict(input_dim=task.input_dim, width=512, batch_size=128)
         e = task.sparse_entries()

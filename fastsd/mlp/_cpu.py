@@ -198,12 +198,14 @@ class _Fused:
         self.part_loss, self.part_correct = np.empty((M, J)), np.empty((M, J))
         self.work = kern.FUSED_UNIT_WORK * M * B * m
 
-    def _part(self, i):
-        k, j = self.blocks[i]
+    def _block(self, k, j):
         e = self.engine
         self.part_loss[k, j], self.part_correct[k, j] = kern.dense_fused(
             self.H, self.D, self.offset, e.a0, e.da, self.Y, e.scales, self.grad_h,
             self.part_a[k, j], k, self.edges[j], self.edges[j + 1])
+
+    def _part(self, i):
+        self._block(*self.blocks[i])
 
     def run(self, grad_a):
         """grad_h, and grad_a (M, m) written; returns each model's mean loss and accuracy."""
@@ -211,6 +213,14 @@ class _Fused:
         self.part_a.sum(axis=1, out=grad_a)      # the row blocks' parts, in block order
         B = self.Y.shape[1]
         return self.part_loss.sum(axis=1) / B, self.part_correct.sum(axis=1) / B
+
+    def run_model(self, k, grad_a):
+        """``run`` for model k alone: grad_h[k] and grad_a[k] written; its loss and accuracy."""
+        J = len(self.edges) - 1
+        _threads.run_parts(lambda j: self._block(k, j), J, self.work // len(self.part_a))
+        self.part_a[k].sum(axis=0, out=grad_a[k])
+        B = self.Y.shape[1]
+        return self.part_loss[k].sum() / B, self.part_correct[k].sum() / B
 
 
 class SparseEngine(_DisplacementEngine):
@@ -224,8 +234,10 @@ class SparseEngine(_DisplacementEngine):
     ``sparse_forward`` gathers the rows of its pixels into h0 | dh, ``dense_fused``
     runs as on the dense path, and ``sparse_update`` adds -lr grad_h^T X into the
     same rows. Models with the same inputs (one seed's, in an ensemble of gammas)
-    draw and sort them once a step. The numbers are the dense path's up to rounding (the sums run over
-    the non-zero pixels only, in another order). Evaluation is the dense GEMMs'.
+    draw and sort them once a step, and those that also start from the same w0 (one
+    seed's) compute h0 = w0 . x once: the others gather dh only and copy h0, the same
+    bits. The numbers are the dense path's up to rounding (the sums run over the
+    non-zero pixels only, in another order). Evaluation is the dense GEMMs'.
     """
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
@@ -250,34 +262,59 @@ class SparseEngine(_DisplacementEngine):
         loss, correct = np.empty((M, n)), np.empty((M, n))
         lrs = self.lrs.astype(self.dtype)
         fused = _Fused(self, H, H, m, Y, grad_h)
-        forward = [(k, u, min(u + kern.UNIT_BLOCK, 2 * m)) for k in range(M)
-                   for u in range(0, 2 * m, kern.UNIT_BLOCK)]
-        update = [(k, u, min(u + kern.UNIT_BLOCK, m)) for k in range(M)
-                  for u in range(0, m, kern.UNIT_BLOCK)]
-        acc = np.empty((len(update), kern.UNIT_BLOCK), self.dtype)
-        X = _Columns(M, self.WT.shape[1], self.dtype)
         leader = shared_inputs(self.tasks, pairs, noise_rngs)
         leaders = sorted(set(leader))
+        # models with one seed's inputs and w0 share h0 = w0 . x: their first computes it
+        keys = [(leader[k], self.w0_source[k]) for k in range(M)]
+        h0_of = [keys.index(key) for key in keys]
+        shared = sorted({j for k, j in enumerate(h0_of) if j != k})
+        # a chunk of steps: its batches drawn and sorted, the shared h0 formed, then each
+        # model trains through it in turn (its weights stay in cache for the chunk)
+        S = max(1, min(n, CHUNK_STEPS, CHUNK_BYTES // (max(len(shared), 1) * B * m
+                                                       * self.dtype.itemsize)))
+        h0 = np.empty((len(shared), S, B, m), self.dtype)
+        # columns in one block a thread (a long row runs fastest), at least UNIT_BLOCK: every
+        # number is summed in the same order whatever the blocks, so the bits do not change
+        T = _threads.threads()
+        blocks = {c: [(u, min(u + max(kern.UNIT_BLOCK, -(-c // T)), c))
+                      for u in range(0, c, max(kern.UNIT_BLOCK, -(-c // T)))]
+                  for c in (m, 2 * m)}
+        acc = np.empty((len(blocks[m]), blocks[m][0][1]), self.dtype)
+        sorter = _Sorter(self.WT.shape[1], self.dtype)
 
-        def forward_part(i):
-            k, u0, u1 = forward[i]
-            kern.sparse_forward(self.WT, *X.of(k), H, k, u0, u1)
+        def forward(k, X, out, h, lo, cols):
+            """out[h, :, lo:lo + cols] from model k's weights WT[k, :, lo:lo + cols]."""
+            parts = blocks[cols]
+            _threads.run_parts(lambda i: kern.sparse_forward(
+                self.WT, *X, k, out, h, lo + parts[i][0], lo + parts[i][1]),
+                len(parts), cols * len(X[2]))
 
-        def update_part(i):
-            k, u0, u1 = update[i]
-            kern.sparse_update(self.WT, *X.of(k), grad_h, lrs[k], acc[i], k, u0, u1)
+        def update(k, X):
+            parts = blocks[m]
+            _threads.run_parts(lambda i: kern.sparse_update(
+                self.WT, *X, grad_h, lrs[k], acc[i], k, *parts[i]), len(parts), m * len(X[2]))
 
-        for t in range(n):
-            X.load({j: self.tasks[j].training_inputs_sparse(pairs[j][0][t], pairs[j][1][t],
-                                                             noise_rngs[j])
-                    for j in leaders}, leader)
-            for k, (_, _, y) in enumerate(pairs):
-                Y[k] = y[t]
-            _threads.run_parts(forward_part, len(forward), 2 * m * X.entries)
-            loss[:, t], correct[:, t] = fused.run(grad_a)
-            _threads.run_parts(update_part, len(update), m * X.entries)
-            grad_a *= lrs[:, None]
-            self.da -= grad_a
+        for t0 in range(0, n, S):
+            steps = range(t0, min(t0 + S, n))
+            batches = [{j: sorter.sort(self.tasks[j].training_inputs_sparse(
+                pairs[j][0][t], pairs[j][1][t], noise_rngs[j])) for j in leaders} for t in steps]
+            for i, j in enumerate(shared):
+                for s, X in enumerate(batches):
+                    forward(j, X[leader[j]], h0[i], s, 0, m)
+            for k in range(M):
+                src = shared.index(h0_of[k]) if h0_of[k] in shared else None
+                for s, t in enumerate(steps):
+                    X = batches[s][leader[k]]
+                    if src is None:
+                        forward(k, X, H, k, 0, 2 * m)
+                    else:
+                        H[k, :, :m] = h0[src, s]
+                        forward(k, X, H, k, m, m)
+                    Y[k] = pairs[k][2][t]
+                    loss[k, t], correct[k, t] = fused.run_model(k, grad_a)
+                    update(k, X)
+                    grad_a[k] *= lrs[k]
+                    self.da[k] -= grad_a[k]
         for k, j in enumerate(leader):      # a follower's generator is where its leader's is
             if j != k:
                 noise_rngs[k].bit_generator.state = noise_rngs[j].bit_generator.state
@@ -298,35 +335,27 @@ def shared_inputs(tasks, pairs, noise_rngs):
     return leader
 
 
-class _Columns:
-    """A step's batches of M models, each sorted by pixel (``kern.sparse_columns``), in
-    arrays kept from step to step (grown when a batch has more entries)."""
+class _Sorter:
+    """A batch's ``SparseImages`` sorted by pixel (``kern.sparse_columns``) into scratch arrays
+    kept from batch to batch (grown for a larger batch), then copied out at their size."""
 
-    def __init__(self, M, p, dtype):
-        self.M, self.p, self.dtype = M, p, dtype
-        self.n = np.zeros(M, np.int64)
+    def __init__(self, p, dtype):
+        self.p, self.dtype = p, dtype
         self.size = -1
 
-    def load(self, batches, leader):
-        """Sort each drawn ``SparseImages`` ({model: batch}, the leaders' of ``leader``, model
-        k reading model leader[k]'s); ``entries``: the models' stored pixels in all."""
-        size = max(b.index.size for b in batches.values())
+    def sort(self, batch):
+        """(cols, start, rows, vals, n): the arguments of the sparse kernels, arrays of their
+        own (n distinct pixels; rows and vals hold the non-zero entries)."""
+        size = batch.index.size
         if size > self.size:
-            M = self.M
             self.size = size
-            self.cols, self.rows = np.empty((M, size), np.int64), np.empty((M, size), np.int64)
-            self.start, self.vals = np.empty((M, size + 1), np.int64), np.empty((M, size),
-                                                                                 self.dtype)
-        for j, b in batches.items():
-            self.n[j] = kern.sparse_columns(b.index, b.value, self.p, self.cols[j],
-                                            self.start[j], self.rows[j], self.vals[j])
-        self.leader = leader
-        self.entries = sum(batches[j].index.size for j in leader)
-
-    def of(self, k):
-        """Model k's (cols, start, rows, vals, n), the arguments of the sparse kernels."""
-        j = self.leader[k]
-        return self.cols[j], self.start[j], self.rows[j], self.vals[j], self.n[j]
+            self.cols, self.rows = np.empty(size, np.int64), np.empty(size, np.int64)
+            self.start, self.vals = np.empty(size + 1, np.int64), np.empty(size, self.dtype)
+        n = kern.sparse_columns(batch.index, batch.value, self.p, self.cols, self.start,
+                                self.rows, self.vals)
+        e = self.start[n]
+        return (self.cols[:n].copy(), self.start[:n + 1].copy(), self.rows[:e].copy(),
+                self.vals[:e].copy(), n)
 
 
 class _DrawnNoise:
@@ -469,10 +498,14 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
     GEMMs that update Q = K C, L times the distinct symbols of a batch's side
     times m, on both sides ("update"), and the 2 L x m entries of Q they add
     to ("rows"). "step" is the work shared by the ensemble's models.
-    Sparse path (``SparseEngine``, images), per model: the fused kernel ("unit") and the
-    multiply-adds over the batch's non-zero pixels, B x entries x m ("entry": both
-    preactivations and the update); once a step for a seed's models, the drawn and sorted
-    pixels ("pixel": B x entries) and the sort's pass over the p pixels ("scan").
+    Sparse path (``SparseEngine``, images), the models of one seed (as a scan's group and
+    the calibration's): per model the fused kernel ("unit"); the multiply-adds over the
+    batch's non-zero pixels, B x entries x m for h0 once for them all, for dh and for the
+    update per model ("entry": B x entries x m x (2 M + 1)), and the weight rows of the
+    batch's distinct pixels that each model reads and writes ("weights": M x m x the
+    expected distinct pixels of B x entries draws from p, their traffic from memory once
+    the models' weights outgrow the caches); once a step, the drawn and sorted pixels
+    ("pixel": B x entries) and the sort's pass over the p pixels ("scan").
 
     Parameters
     ----------
@@ -493,8 +526,9 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
     """
     M, B, m, p = models, batch_size, width, input_dim
     if path == "sparse":
-        return {"step": 1.0, "model": M, "unit": M * B * m, "entry": M * B * entries * m,
-                "pixel": B * entries, "scan": p}
+        return {"step": 1.0, "model": M, "unit": M * B * m,
+                "entry": (2 * M + 1) * B * entries * m,
+                "weights": M * m * _distinct(p, B * entries), "pixel": B * entries, "scan": p}
     if path == "dense":
         return {"step": 1.0, "model": M, "unit": M * B * m, "input": M * B * p,
                 "weights": M * p * m, "gemm": M * (2 if inputs == "symbols" else 3) * B * p * m,
@@ -541,6 +575,7 @@ CALIBRATION = (
     ("sparse", 16, 2048, 64, 128, 1, "images"), ("sparse", 16, 32, 2048, 32, 6, "images"),
     ("sparse", 16, 128, 32, 8, 1, "images"), ("sparse", 16, 4096, 256, 64, 1, "images"),
     ("sparse", 16, 512, 1024, 64, 4, "images"), ("sparse", 16, 32, 128, 256, 1, "images"),
+    ("sparse", 16, 2048, 512, 128, 6, "images"),
 )
 
 #: The units of ``step_features`` that count BLAS multiply-adds: scaled by this machine's
@@ -553,16 +588,24 @@ GEMM_UNITS = ("gemm", "update")
 #: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
 #: up to L = 212 at d = 64, 568 at d = 256 and 1976 at d = 1024.
 FALLBACK_MACHINE = {"cpu": "Intel Xeon", "cores": 2, "measured": "2026-12-02"}
-#: The sparse path's prices: fitted to ``fastsd calibrate``'s sparse shapes (the best of 5
-#: runs) on the 2-core AMD EPYC machine (2026-12-04, idle), divided by that machine's probe
-#: factor for non-GEMM work (x1.92 against the development machine), so that the probe
-#: scales them back there as it scales the others. The fit folds the fused kernel's units
-#: and the drawn pixels into "entry" and "model" (the shapes vary entries only 18 to 50);
-#: it predicts the eight shapes within a factor 1.7 (most within 1.25).
-SPARSE_F32 = {"step": 0.0, "model": 4.636e-05, "unit": 0.0, "entry": 4.046e-10, "pixel": 0.0,
-              "scan": 1.409e-08}
-SPARSE_F64 = {"step": 0.0, "model": 3.698e-05, "unit": 0.0, "entry": 5.861e-10, "pixel": 0.0,
-              "scan": 1.584e-08}
+#: The sparse path's prices: fitted to ``fastsd calibrate``'s shapes (the best of 5 runs of
+#: 0.2 s) on the 2-core AMD EPYC machine (2026-12-04, idle; one seed's models sharing h0 and
+#: training through chunks of steps), divided by that machine's probe factor for non-GEMM
+#: work (x1.54, five probes within 3%) so that the probe scales them back there as it
+#: scales the others. The fit folds the drawn pixels and the per-model calls into
+#: "step", "unit" and "pixel" (the shapes vary entries only 18 to 50). There it predicts
+#: training calls at Fig. 3's cells (PSVRT 5 x 5 and 10 x 10 patches, Pentomino width 2
+#: and 8; m = 512, B = 128; 1 and 6 models) within a factor 0.78 to 1.23 of their time.
+SPARSE_F32 = {"step": 4.344e-05, "model": 0.0, "unit": 2.593e-09, "entry": 4.701e-11,
+              "weights": 3.299e-10, "pixel": 1.062e-08, "scan": 0.0}
+SPARSE_F64 = {"step": 3.946e-05, "model": 0.0, "unit": 1.856e-09, "entry": 1.102e-10,
+              "weights": 5.667e-10, "pixel": 1.132e-08, "scan": 1.414e-09}
+
+#: The sparse path's chunks: steps whose batches are drawn before its models train through
+#: them in turn, and the bytes of the shared h0 kept for them at most.
+CHUNK_STEPS = 16
+CHUNK_BYTES = 8 << 20
+
 FALLBACK_PRICES = {
     "float32": {
         "dense": {"step": 5.505e-06, "model": 9.566e-06, "unit": 2.436e-09, "input": 9.468e-10,

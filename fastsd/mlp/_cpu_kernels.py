@@ -53,7 +53,7 @@ _FASTMATH = {"contract"}
 _LANES = 16
 _ROWS = 64           # inputs per thread task in centered_output
 ROW_BLOCK = 32       # rows of a batch per part of the dense step's fused kernel
-UNIT_BLOCK = 128     # weight columns per part of the sparse step
+UNIT_BLOCK = 128     # weight columns per part of the sparse step, at least
 FUSED_UNIT_WORK = 100   # one (row, unit) of dense_fused takes about 100 GEMM multiply-adds' time
 
 
@@ -140,13 +140,16 @@ def centered_output(h0, dh, a0, da, scale, out):
 
 @_jitcache.njit(fastmath=_FASTMATH)
 def _backward_row(h, a0, da, ef, grad_h, grad_a):
-    """grad_h[i] = ef a_i relu'(h_i); grad_a[i] += ef relu(h_i)."""
+    """grad_h[i] = ef a_i relu'(h_i); grad_a[i] += ef relu(h_i).
+
+    Selects, not branches: the sign of h is a coin flip, and a mispredicted branch
+    an entry cost more than the row's arithmetic (adding a zero leaves grad_a's value).
+    """
     for i in range(h.shape[0]):
-        if h[i] > 0:
-            grad_h[i] = ef * (a0[i] + da[i])
-            grad_a[i] += ef * h[i]
-        else:
-            grad_h[i] = 0
+        pos = h[i] > 0
+        zero = abs(h[i] * 0)           # +0, as before
+        grad_h[i] = ef * (a0[i] + da[i]) if pos else zero
+        grad_a[i] += ef * h[i] if pos else zero
 
 
 @_jitcache.njit(nogil=True)
@@ -231,23 +234,23 @@ def sparse_columns(index, value, p, cols, start, rows, vals):
 
 
 @_jitcache.njit(nogil=True, fastmath=_FASTMATH)
-def sparse_forward(WT, cols, start, rows, vals, n, H, k, u0, u1):
+def sparse_forward(WT, cols, start, rows, vals, n, k, H, h, u0, u1):
     """Columns u0 .. u1 - 1 of model k's preactivations from its batch's non-zero pixels.
 
-    H[k, b, i] = sum over the entries (b, x) of pixel q of x WT[k, q, i]: the
-    (p, 2 m) weights hold w0 in columns :m and dw in m:, so H[k, b] is
+    H[h, b, i] = sum over the entries (b, x) of pixel q of x WT[k, q, i]: the
+    (p, 2 m) weights hold w0 in columns :m and dw in m:, so H[h, b] is
     w0 . x | dw . x (the dense step's X W^T row). Pixel by pixel (``sparse_columns``),
     so that each weight row is read once a batch. One part of the sparse step's
-    team job (columns in blocks of ``UNIT_BLOCK``); releases the GIL.
+    team job (a block of columns a thread, ``UNIT_BLOCK`` at least); releases the GIL.
     """
     for b in range(H.shape[1]):
-        H[k, b, u0:u1] = 0
+        H[h, b, u0:u1] = 0
     for j in range(n):
         w = WT[k, cols[j], u0:u1]
         for e in range(start[j], start[j + 1]):
-            h, x = H[k, rows[e], u0:u1], vals[e]
+            hb, x = H[h, rows[e], u0:u1], vals[e]
             for i in range(w.shape[0]):
-                h[i] += x * w[i]
+                hb[i] += x * w[i]
 
 
 @_jitcache.njit(nogil=True, fastmath=_FASTMATH)
@@ -256,8 +259,8 @@ def sparse_update(WT, cols, start, rows, vals, n, grad_h, lr, acc, k, u0, u1):
 
     For each pixel q, acc = sum over its entries (b, x) of x grad_h[k, b], then
     WT[k, q, m + i] -= lr acc[i]: each weight row written once a batch. One part
-    of the sparse step's team job (units in blocks of ``UNIT_BLOCK``: a part owns
-    its columns, so no two parts write one number); ``acc`` (>= u1 - u0,) is the
+    of the sparse step's team job (a block of units a thread: a part owns its
+    columns, so no two parts write one number); ``acc`` (>= u1 - u0,) is the
     part's own. Releases the GIL.
     """
     m = grad_h.shape[2]
