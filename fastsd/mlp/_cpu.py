@@ -322,13 +322,16 @@ class SparseEngine(_DisplacementEngine):
 
 
 def shared_inputs(tasks, pairs, noise_rngs):
-    """For each model, the first model whose training inputs are its own: the same task,
-    batches and generator state (models of one seed); their inputs are drawn once a step."""
+    """For each model, the first model whose training inputs are its own: the same task (one
+    object, or equal ``training_key``), batches and generator state (models of one seed);
+    their inputs are drawn once a step."""
+    keys = [t.training_key() for t in tasks]
     leader = []
     for k in range(len(tasks)):
         leader.append(next(
             j for j in range(k + 1)
-            if j == k or (tasks[j] is tasks[k] and leader[j] == j
+            if j == k or ((tasks[j] is tasks[k] or keys[j] is not None and keys[j] == keys[k])
+                          and leader[j] == j
                           and all(np.array_equal(a, b) for a, b in zip(pairs[j], pairs[k]))
                           and noise_rngs[j].bit_generator.state
                           == noise_rngs[k].bit_generator.state)))

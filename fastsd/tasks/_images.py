@@ -209,6 +209,11 @@ class GridTask(ImageTask):
 
     has_sparse_inputs = True
 
+    def test_key(self):
+        """The test items are the training items' complement: what sets them sets the test
+        sets (``Task.test_key``), so one seed's models of equal tasks draw them once."""
+        return self.training_key()
+
     def sparse_entries(self):
         """Mean non-zero pixels of a training image: what the "sparse" path's work grows with.
 

@@ -176,6 +176,15 @@ class Task:
         """
         return None
 
+    def training_key(self):
+        """Return what determines ``training_inputs``'s draws besides the generator, or None.
+
+        Models whose tasks give equal keys (or are one task), with equal batches and
+        generators, draw identical training inputs, so the sparse engine draws them
+        once a step for them all. None (the default) shares only within one task object.
+        """
+        return None
+
     def lazy_gamma(self):
         """Return the paper's "gamma ~ 0" for this task, what gamma="lazy" means.
 

@@ -177,6 +177,11 @@ class Pentomino(GridTask):
         return (f"Pentomino(width={self.width}, n_train_shapes={self.L}, blur={self.blur}"
                 + ("" if self.random_blur else ", random_blur=False") + ")")
 
+    def training_key(self):
+        """The geometry, the blur and the training pieces (``Task.training_key``)."""
+        return ("Pentomino", self.width, self.blur, self.random_blur,
+                self.train_pieces.tobytes())
+
     def _render(self, p1, p2, rng, sigma=None, sparse=False):
         """Images of pieces p1, p2 (indices into PIECE_NAMES), each under a random rotation."""
         k1, k2 = rng.integers(0, 4, size=(2, p1.shape[0]))

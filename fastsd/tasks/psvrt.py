@@ -114,6 +114,10 @@ class PSVRT(GridTask):
         return (f"PSVRT(patch={self.patch}, n_patches={self.n_patches}, "
                 f"n_train_patterns={self.L})")
 
+    def training_key(self):
+        """The geometry and the training patterns (``Task.training_key``)."""
+        return ("PSVRT", self.patch, self.n_patches, self.codes.tobytes())
+
     def test_codes(self, rank):
         """Map ranks 0 <= r < 2^(patch^2) - L to the codes outside the training set, increasing."""
         return rank + np.searchsorted(self._gaps, rank, side="right")
