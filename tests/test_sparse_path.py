@@ -9,7 +9,8 @@
   update's unit block, batch sizes that are not multiples of the row block, ensembles of
   several gammas and seeds (one seed's models draw their inputs once a step, over several
   calls of the engine), in float32 to float32 rounding over a short run;
-- an ensemble gives each model the bits of its run alone, in float32 and float64: one
+- an ensemble gives each model the bits of its run alone, on 1 thread or the team's (a
+  model a thread), in float32 and float64: one
   seed's models (h0 = w0 . x computed once a step for them all) and several seeds; equal
   tasks built apart (as a scan's group builds them) draw their inputs once a step too;
 - it is refused, naming `path`, where it does not apply (symbol tasks, other backends).
@@ -88,10 +89,15 @@ def test_a_sparse_ensemble_gives_each_model_its_bits_alone(dtype):
     gammas, seeds = [1e-3, 0.1, 1.0, 0.1, 1.0], [4, 4, 4, 9, 9]
     kw = dict(width=70, batch_size=34, steps=30, eval_every=10, n_test=16, backend="cpu",
               path="sparse", dtype=dtype)
+    from fastsd._threads import thread_limit
+
     tasks = [task, task, Pentomino(width=3, n_train_shapes=6, blur=0.5, seed=3), task, task]
-    rs = train_ensemble(tasks, gammas, seeds, **kw)
-    for r, g, s in zip(rs, gammas, seeds):
+    rs = train_ensemble(tasks, gammas, seeds, **kw)     # the models on the team's threads
+    with thread_limit(1):
+        one = train_ensemble(tasks, gammas, seeds, **kw)
+    for r, r1, g, s in zip(rs, one, gammas, seeds):
         assert_results_equal(r, train(task, g, seed=s, **kw))
+        assert_results_equal(r, r1)
 
 
 def test_equal_tasks_built_apart_share_their_draws(monkeypatch):

@@ -236,7 +236,9 @@ class SparseEngine(_DisplacementEngine):
     same rows. Models with the same inputs (one seed's, in an ensemble of gammas)
     draw and sort them once a step, and those that also start from the same w0 (one
     seed's) compute h0 = w0 . x once: the others gather dh only and copy h0, the same
-    bits. The numbers are the dense path's up to rounding (the sums run over the
+    bits. Steps run in chunks (``CHUNK_STEPS``): the chunk's inputs and shared h0 first,
+    then each model through the chunk (its weights stay in cache), the team's threads
+    taking a model apiece (a model alone keeps the team for its columns). The numbers are the dense path's up to rounding (the sums run over the
     non-zero pixels only, in another order). Evaluation is the dense GEMMs'.
     """
 
@@ -279,7 +281,7 @@ class SparseEngine(_DisplacementEngine):
         blocks = {c: [(u, min(u + max(kern.UNIT_BLOCK, -(-c // T)), c))
                       for u in range(0, c, max(kern.UNIT_BLOCK, -(-c // T)))]
                   for c in (m, 2 * m)}
-        acc = np.empty((len(blocks[m]), blocks[m][0][1]), self.dtype)
+        acc = np.empty((M, len(blocks[m]), blocks[m][0][1]), self.dtype)
         sorter = _Sorter(self.WT.shape[1], self.dtype)
 
         def forward(k, X, out, h, lo, cols):
@@ -292,29 +294,42 @@ class SparseEngine(_DisplacementEngine):
         def update(k, X):
             parts = blocks[m]
             _threads.run_parts(lambda i: kern.sparse_update(
-                self.WT, *X, grad_h, lrs[k], acc[i], k, *parts[i]), len(parts), m * len(X[2]))
+                self.WT, *X, grad_h, lrs[k], acc[k, i], k, *parts[i]), len(parts),
+                m * len(X[2]))
+
+        def train_through(k, batches, steps):
+            """Model k through a chunk's steps (its own H, grad_h, acc, grad_a rows)."""
+            src = shared.index(h0_of[k]) if h0_of[k] in shared else None
+            for s, t in enumerate(steps):
+                X = batches[s][leader[k]]
+                if src is None:
+                    forward(k, X, H, k, 0, 2 * m)
+                else:
+                    H[k, :, :m] = h0[src, s]
+                    forward(k, X, H, k, m, m)
+                Y[k] = pairs[k][2][t]
+                loss[k, t], correct[k, t] = fused.run_model(k, grad_a)
+                update(k, X)
+                grad_a[k] *= lrs[k]
+                self.da[k] -= grad_a[k]
 
         for t0 in range(0, n, S):
             steps = range(t0, min(t0 + S, n))
             batches = [{j: sorter.sort(self.tasks[j].training_inputs_sparse(
                 pairs[j][0][t], pairs[j][1][t], noise_rngs[j])) for j in leaders} for t in steps]
-            for i, j in enumerate(shared):
-                for s, X in enumerate(batches):
-                    forward(j, X[leader[j]], h0[i], s, 0, m)
-            for k in range(M):
-                src = shared.index(h0_of[k]) if h0_of[k] in shared else None
-                for s, t in enumerate(steps):
-                    X = batches[s][leader[k]]
-                    if src is None:
-                        forward(k, X, H, k, 0, 2 * m)
-                    else:
-                        H[k, :, :m] = h0[src, s]
-                        forward(k, X, H, k, m, m)
-                    Y[k] = pairs[k][2][t]
-                    loss[k, t], correct[k, t] = fused.run_model(k, grad_a)
-                    update(k, X)
-                    grad_a[k] *= lrs[k]
-                    self.da[k] -= grad_a[k]
+            entries = sum(len(X[leader[k]][2]) for X in batches for k in range(M))
+            # the team takes the shared h0 a step apiece, then the models a model apiece
+            # (the parts' own jobs then run in order); one model keeps the team for its
+            # columns
+            def shared_h0(q):
+                i, s = divmod(q, len(steps))
+                forward(shared[i], batches[s][leader[shared[i]]], h0[i], s, 0, m)
+
+            _threads.run_parts(shared_h0, len(shared) * len(steps), m * entries)
+            if M > 1:
+                _threads.run_parts(lambda k: train_through(k, batches, steps), M, 3 * m * entries)
+            else:
+                train_through(0, batches, steps)
         for k, j in enumerate(leader):      # a follower's generator is where its leader's is
             if j != k:
                 noise_rngs[k].bit_generator.state = noise_rngs[j].bit_generator.state
