@@ -119,6 +119,9 @@ def test_equal_tasks_built_apart_share_their_draws(monkeypatch):
     assert calls.count(8) == 12                 # a batch a step (256: sparse_entries)
     other = Pentomino(width=3, n_train_shapes=6, blur=0.5, seed=2)
     assert other.training_key() != pred.make_task(group[0]).training_key()
+    swapped = pred.make_task(group[0])              # the same training pieces, test order
+    swapped.test_pieces = swapped.test_pieces[::-1].copy()  # swapped: other test sets
+    assert swapped.test_key() != pred.make_task(group[0]).test_key()
     assert PSVRT(patch=2, n_patches=3, n_train_patterns=4, seed=0).training_key() == \
         PSVRT(patch=2, n_patches=3, n_train_patterns=4, seed=0).training_key()
 

@@ -178,9 +178,10 @@ class Pentomino(GridTask):
                 + ("" if self.random_blur else ", random_blur=False") + ")")
 
     def training_key(self):
-        """The geometry, the blur and the training pieces (``Task.training_key``)."""
+        """The geometry, the blur and the pieces in their order, training and test
+        (``Task.training_key``; ``test_key`` too: a test draw indexes the test pieces)."""
         return ("Pentomino", self.width, self.blur, self.random_blur,
-                self.train_pieces.tobytes())
+                self.train_pieces.tobytes(), self.test_pieces.tobytes())
 
     def _render(self, p1, p2, rng, sigma=None, sparse=False):
         """Images of pieces p1, p2 (indices into PIECE_NAMES), each under a random rotation."""
