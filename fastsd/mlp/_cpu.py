@@ -238,8 +238,9 @@ class SparseEngine(_DisplacementEngine):
     seed's) compute h0 = w0 . x once: the others gather dh only and copy h0, the same
     bits. Steps run in chunks (``CHUNK_STEPS``): the chunk's inputs and shared h0 first,
     then each model through the chunk (its weights stay in cache), the team's threads
-    taking a model apiece (a model alone keeps the team for its columns). The numbers are the dense path's up to rounding (the sums run over the
-    non-zero pixels only, in another order). Evaluation is the dense GEMMs'.
+    taking a model apiece (a model alone keeps the team for its columns). The numbers
+    are the dense path's up to rounding (the sums run over the non-zero pixels only, in
+    another order). Evaluation is the dense GEMMs'.
     """
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
@@ -278,9 +279,8 @@ class SparseEngine(_DisplacementEngine):
         # columns in one block a thread (a long row runs fastest), at least UNIT_BLOCK: every
         # number is summed in the same order whatever the blocks, so the bits do not change
         T = _threads.threads()
-        blocks = {c: [(u, min(u + max(kern.UNIT_BLOCK, -(-c // T)), c))
-                      for u in range(0, c, max(kern.UNIT_BLOCK, -(-c // T)))]
-                  for c in (m, 2 * m)}
+        size = {c: max(kern.UNIT_BLOCK, -(-c // T)) for c in (m, 2 * m)}
+        blocks = {c: [(u, min(u + size[c], c)) for u in range(0, c, size[c])] for c in size}
         acc = np.empty((M, len(blocks[m]), blocks[m][0][1]), self.dtype)
         sorter = _Sorter(self.WT.shape[1], self.dtype)
 
@@ -313,6 +313,11 @@ class SparseEngine(_DisplacementEngine):
                 grad_a[k] *= lrs[k]
                 self.da[k] -= grad_a[k]
 
+        def shared_h0(q, batches):
+            """The q-th (shared model, step of the chunk)'s h0."""
+            i, s = divmod(q, len(batches))
+            forward(shared[i], batches[s][leader[shared[i]]], h0[i], s, 0, m)
+
         for t0 in range(0, n, S):
             steps = range(t0, min(t0 + S, n))
             batches = [{j: sorter.sort(self.tasks[j].training_inputs_sparse(
@@ -321,11 +326,8 @@ class SparseEngine(_DisplacementEngine):
             # the team takes the shared h0 a step apiece, then the models a model apiece
             # (the parts' own jobs then run in order); one model keeps the team for its
             # columns
-            def shared_h0(q):
-                i, s = divmod(q, len(steps))
-                forward(shared[i], batches[s][leader[shared[i]]], h0[i], s, 0, m)
-
-            _threads.run_parts(shared_h0, len(shared) * len(steps), m * entries)
+            _threads.run_parts(lambda q: shared_h0(q, batches), len(shared) * len(steps),
+                               m * entries)
             if M > 1:
                 _threads.run_parts(lambda k: train_through(k, batches, steps), M, 3 * m * entries)
             else:
