@@ -195,7 +195,7 @@ def torch_runner(cell, *, ensemble=False):
     return run, info
 
 
-def build_methods(only):
+def build_methods():
     ens = f"ens{E}"
     methods = [
         ("fastsd-auto", "fastsd", lambda c: fastsd_runner(c), 1),
@@ -215,19 +215,17 @@ def build_methods(only):
                     (f"torch-eager-{ens}", "torch", lambda c: torch_runner(c, ensemble=True), E)]
     except ImportError as exc:
         notes.append(f"PyTorch not importable ({exc}); skipping torch rows")
-    if only:
-        keep = set(only.split(","))
-        methods = [mt for mt in methods if mt[0] in keep]
     return methods, notes
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="~0.3 s per measurement, 2 repeats")
-    ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 4)")
-    ap.add_argument("--target", type=float, default=None,
+    ap.add_argument("--repeats", type=bt.positive(int), default=None,
+                    help="timed repeats (default 4)")
+    ap.add_argument("--target", type=bt.positive(float), default=None,
                     help="seconds per measurement (default 1.5)")
-    ap.add_argument("--threads", type=int, default=None,
+    ap.add_argument("--threads", type=bt.positive(int), default=None,
                     help="threads for every library; --threads 1 also pins the process to "
                          "one CPU (see bench_train.py)")
     ap.add_argument("--cells", default=",".join(CELLS),
@@ -242,7 +240,8 @@ def main(argv=None):
     if unknown:
         ap.error(f"--cells: unknown {unknown}; valid: {list(CELLS)}")
     settings = [(c,) for c in cells]
-    methods, notes = build_methods(args.only)
+    methods, notes = build_methods()
+    methods = bt.pick(ap, methods, args.only)
     for note in notes:
         print("note:", note)
     machine = bt.machine_info()

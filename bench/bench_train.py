@@ -48,11 +48,34 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 def _early_threads(argv):
     """Value of --threads in argv (it must act before numpy/numba/torch/jax load)."""
     for i, a in enumerate(argv):
-        if a == "--threads" and i + 1 < len(argv):
-            return int(argv[i + 1])
-        if a.startswith("--threads="):
-            return int(a.split("=", 1)[1])
+        text = (argv[i + 1] if a == "--threads" and i + 1 < len(argv)
+                else a.split("=", 1)[1] if a.startswith("--threads=") else None)
+        if text is not None:        # a bad value is left to argparse (``positive``) to refuse
+            return int(text) if text.isdigit() and int(text) >= 1 else None
     return None
+
+
+def positive(kind):
+    """An argparse type: ``kind`` (int or float) of a value > 0."""
+    def parse(text):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0; got {text}")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def pick(ap, methods, only):
+    """The methods named in ``only`` (comma-separated; None: all); an argparse error for a
+    name that is not among them (unknown, or its library is not installed)."""
+    if not only:
+        return methods
+    keep = only.split(",")
+    missing = sorted(set(keep) - {mt[0] for mt in methods})
+    if missing:
+        ap.error(f"--only: {missing} not available here; available: {[mt[0] for mt in methods]}")
+    return [mt for mt in methods if mt[0] in keep]
 
 
 # Read by this script and by the bench scripts that import it first (bench_images.py).
@@ -396,9 +419,6 @@ def build_methods(args):
                         lambda d, m, L: jax_runner(d, m, L, scan_chunk=args.scan_chunk), 1))
     except ImportError as exc:
         notes.append(f"JAX not importable ({exc}); skipping jax rows")
-    if args.only:
-        keep = set(args.only.split(","))
-        methods = [mt for mt in methods if mt[0] in keep]
     return methods, notes
 
 
@@ -536,12 +556,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="short smoke run: ~0.3 s per measurement, 2 repeats")
-    ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 4)")
-    ap.add_argument("--target", type=float, default=None,
+    ap.add_argument("--repeats", type=positive(int), default=None,
+                    help="timed repeats (default 4)")
+    ap.add_argument("--target", type=positive(float), default=None,
                     help="seconds per measurement (default 1.5)")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile (~30 s/setting)")
     ap.add_argument("--scan-chunk", type=int, default=64, help="steps per lax.scan call")
-    ap.add_argument("--threads", type=int, default=None,
+    ap.add_argument("--threads", type=positive(int), default=None,
                     help="threads for every library (BLAS, Numba, torch, XLA); default: each "
                          "library's own (all cores), torch 2. --threads 1 also pins the process "
                          "to one CPU; with the per-CPU-second column it gives a comparison that "
@@ -567,6 +588,7 @@ def main(argv=None):
         settings = [s for s in SETTINGS if s[0] in ds]
 
     methods, notes = build_methods(args)
+    methods = pick(ap, methods, args.only)
     for note in notes:
         print("note:", note)
     machine = machine_info()
