@@ -477,15 +477,17 @@ def calibrate(run, target_s, max_steps, settle_fn):
     per-call cost (initialisation, test evaluation, result conversion) does
     not shrink N; N is also at least what keeps that cost under a tenth of
     the timed call (a 16-model ensemble's set-up is ~0.4 s), so that the rate
-    measures training, as a long run sees it. Returns (N, per_step_s,
-    overhead_s, steps_done_per_N).
+    measures training, as a long run sees it. Each length is timed twice and the
+    faster kept: one slow call (a burst of load) had made the per-step time 50x
+    too long, N 3 steps, and the call's set-up the whole measurement. Returns (N,
+    per_step_s, overhead_s, steps_done_per_N).
     """
     settle_fn()
-    e1, d1 = run(1)
+    e1, d1 = min(run(1), run(1))
     n2 = 2
     while True:
         settle_fn()
-        e2, d2 = run(n2)
+        e2, d2 = min(run(n2), run(n2))
         dt = e2 - e1
         if (d2 > d1 and dt >= 0.3 * target_s) or n2 >= max_steps:
             break
