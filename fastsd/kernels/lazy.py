@@ -69,7 +69,6 @@ How it is computed
   that compute the pair kernel.
 """
 import json
-import math
 import time
 from dataclasses import dataclass, field
 
