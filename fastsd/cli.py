@@ -256,8 +256,7 @@ def _cmd_calibrate(args):
               f"{pt['width']:>6}{pt['batch_size']:>5}{pt['models']:>7}  "
               f"{pt['seconds'] * 1e3:>8.3f} ms{pred * 1e3:>8.3f} ms")
     print("  (ms per step on one thread; p: input dimension; inputs: clean symbol pairs, "
-          "noisy ones, or PSVRT images; the sparse path's images have 18 or 50 non-zero "
-          "pixels)")
+          "noisy ones, blurred Pentomino images or PSVRT stamps)")
     for d in (64, 256, 1024):
         L = costs.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
         print(f"  path='auto' at d = {d}, m = 1024, B = 128: symbol for L <= {L}, dense above")

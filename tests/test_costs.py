@@ -19,7 +19,8 @@ from fastsd.params import CALIBRATE
 TINY_SHAPES = (("dense", 4, 4, 8, 4, 1, "symbols"), ("dense", 4, 8, 16, 8, 2, "noise"),
                ("dense", 4, 8, 8, 4, 1, "images"),
                ("symbol", 4, 4, 8, 4, 1, "symbols"), ("symbol", 8, 4, 16, 8, 2, "symbols"),
-               ("sparse", 4, 8, 8, 4, 1, "images"), ("sparse", 4, 128, 16, 8, 2, "images"))
+               ("sparse", 4, 8, 8, 4, 1, "images"), ("sparse", 4, 128, 16, 8, 2, "images"),
+               ("sparse", 4, 8, 8, 4, 1, "stamps"), ("sparse", 4, 128, 16, 8, 2, "stamps"))
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ SIZES = st.fixed_dictionaries({"L": st.integers(2, 4096), "input_dim": st.intege
                                "models": st.integers(1, 64)})
 PRICES = st.dictionaries(st.sampled_from(["step", "model", "unit", "input", "weights", "gemm",
                                           "noise", "draw", "pair", "update", "rows",
-                                          "flop", "entry", "pixel", "scan"]),
+                                          "flop", "entry", "stamp", "pixel", "scan"]),
                          st.floats(0, 1e-3), min_size=1)
 MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
           costs.fallback("cuda", "float32")]
@@ -55,15 +56,17 @@ MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
                                          "entries"]),
        by=st.integers(1, 1000), prices=PRICES,
        path=st.sampled_from(["dense", "symbol", "sparse"]),
-       backend=st.sampled_from(["cpu", "cuda"]))
+       backend=st.sampled_from(["cpu", "cuda"]), images=st.sampled_from(["images", "stamps"]))
 @example(sizes={"L": 2, "input_dim": 1, "width": 1, "batch_size": 1, "models": 1}, grow="L",
-         by=1, prices={"pair": 1.0}, path="symbol", backend="cpu")    # half a draw per kind
-def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, path, backend):
+         by=1, prices={"pair": 1.0}, path="symbol", backend="cpu",
+         images="images")                                                # half a draw per kind
+def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, path, backend,
+                                                       images):
     # for the shipped prices and for any non-negative ones a calibration can fit
     fitted = costs.CostModel(backend, "float32", {"dense": prices, "symbol": prices,
                                                   "sparse": prices}, "calibrated")
-    # the sparse path trains images, of a mean number of non-zero pixels each
-    kind = dict(inputs="images", entries=1.0 + sizes["L"] / 7) if path == "sparse" else {}
+    # the sparse path trains images (blurred, or sharp stamps), of a number of pixels each
+    kind = dict(inputs=images, entries=1.0 + sizes["L"] / 7) if path == "sparse" else {}
     sizes = dict(sizes, **kind)
     if grow == "entries" and path != "sparse":
         return
@@ -73,7 +76,7 @@ def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, 
             continue
         assert model.step_seconds(path, **bigger) >= model.step_seconds(path, **sizes)
         if path == "dense" and not kind:    # inputs that change every step cost more
-            for inputs in ("noise", "images"):
+            for inputs in ("noise", "images", "stamps"):
                 assert (model.step_seconds(path, **sizes, inputs=inputs)
                         >= model.step_seconds(path, **sizes))
 
@@ -142,7 +145,7 @@ def test_bad_sizes_and_paths_are_refused_by_name():
     sizes = dict(L=8, input_dim=8, width=8, batch_size=8)
     with pytest.raises(ValueError, match="`path` must be one of"):
         model.step_seconds("images", **sizes)
-    with pytest.raises(ValueError, match="`inputs` must be 'images' on the sparse path"):
+    with pytest.raises(ValueError, match="`inputs` must be 'images' or 'stamps' on the sparse path"):
         model.step_seconds("sparse", **sizes, entries=10)
     with pytest.raises(TypeError, match="`entries` must be"):
         model.step_seconds("sparse", **sizes, inputs="images")

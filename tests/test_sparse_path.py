@@ -3,14 +3,15 @@
 - Hypothesis over PSVRT (patch, grid) and Pentomino (width, blur, random blur) and batch
   sizes: ``training_inputs_sparse`` scatters to exactly ``training_inputs`` from the same
   draws (and leaves the generator where ``training_inputs`` leaves it), every index inside
-  the image;
+  the image, and sharp stamps name their cells (``stamp_pixels``: PSVRT, Pentomino without
+  blur), which the sparse step multiplies by cell GEMMs (blurred ones by pixel rows);
 - the sparse path trains the dense path's models: in float64 to 1e-12 and against the NumPy
   reference (the float64 truth) to 1e-10, over widths that are and are not multiples of the
   update's unit block, batch sizes that are not multiples of the row block, ensembles of
   several gammas and seeds (one seed's models draw their inputs once a step, over several
   calls of the engine), in float32 to float32 rounding over a short run;
 - an ensemble gives each model the bits of its run alone, on 1 thread or the team's (a
-  model a thread), in float32 and float64: one
+  model a thread), in float32 and float64, either way (pixel rows, cell GEMMs): one
   seed's models (h0 = w0 . x computed once a step for them all) and several seeds; equal
   tasks built apart (as a scan's group builds them) draw their inputs once a step too;
 - it is refused, naming `path`, where it does not apply (symbol tasks, other backends).
@@ -48,6 +49,12 @@ def test_sparse_inputs_scatter_to_the_dense_ones_from_the_same_draws(task, n, se
     assert dense_rng.bit_generator.state == sparse_rng.bit_generator.state
     assert sparse.index.shape == sparse.value.shape and sparse.index.shape[0] == n
     assert sparse.index.min() >= 0 and sparse.index.max() < task.input_dim
+    layout = task.stamp_pixels()       # sharp stamps: each image's stamps name their cells
+    assert (layout is None) == (sparse.cells is None) == (not task.sharp_training)
+    if layout is not None:
+        assert len(np.unique(layout)) == layout.size            # the cells' pixels are disjoint
+        assert sparse.cells.shape == (n, 2) and np.all(sparse.cells[:, 0] != sparse.cells[:, 1])
+        assert np.array_equal(sparse.index, layout[sparse.cells].reshape(n, -1))
 
 
 def _run(task, path, backend, dtype, gammas, seeds, width, batch_size, steps):
@@ -81,17 +88,24 @@ def test_the_sparse_path_trains_the_dense_paths_models(task, width, batch_size, 
         assert np.allclose(s.history["train_loss"], t.history["train_loss"], rtol=1e-10)
 
 
+#: The sparse step's two ways: blurred stamps by pixel rows, sharp stamps by cell GEMMs.
+TWO_WAYS = {"pixel rows": lambda: Pentomino(width=3, n_train_shapes=6, blur=0.5, seed=3),
+            "cell GEMMs": lambda: PSVRT(patch=3, n_patches=3, n_train_patterns=6, seed=3)}
+
+
+@pytest.mark.parametrize("way", TWO_WAYS)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_a_sparse_ensemble_gives_each_model_its_bits_alone(dtype):
+def test_a_sparse_ensemble_gives_each_model_its_bits_alone(dtype, way):
     from test_backends import assert_results_equal
 
-    task = Pentomino(width=3, n_train_shapes=6, blur=0.5, seed=3)
+    task = TWO_WAYS[way]()
+    assert (task.stamp_pixels() is None) == (way == "pixel rows")
     gammas, seeds = [1e-3, 0.1, 1.0, 0.1, 1.0], [4, 4, 4, 9, 9]
     kw = dict(width=70, batch_size=34, steps=30, eval_every=10, n_test=16, backend="cpu",
               path="sparse", dtype=dtype)
     from fastsd._threads import thread_limit
 
-    tasks = [task, task, Pentomino(width=3, n_train_shapes=6, blur=0.5, seed=3), task, task]
+    tasks = [task, task, TWO_WAYS[way](), task, task]
     rs = train_ensemble(tasks, gammas, seeds, **kw)     # the models on the team's threads
     with thread_limit(1):
         one = train_ensemble(tasks, gammas, seeds, **kw)
@@ -126,8 +140,10 @@ def test_equal_tasks_built_apart_share_their_draws(monkeypatch):
         PSVRT(patch=2, n_patches=3, n_train_patterns=4, seed=0).training_key()
 
 
-def test_float32_sparse_training_follows_the_float64_reference():
-    task = Pentomino(width=6, n_train_shapes=8, blur=0.5, seed=1)
+@pytest.mark.parametrize("task", [Pentomino(width=6, n_train_shapes=8, blur=0.5, seed=1),
+                                  PSVRT(patch=4, n_patches=4, n_train_patterns=8, seed=1)],
+                         ids=["pixel rows", "cell GEMMs"])
+def test_float32_sparse_training_follows_the_float64_reference(task):
     sizes = dict(gammas=[1.0, 0.3], seeds=[2, 2], width=96, batch_size=32, steps=100)
     sparse = _run(task, "sparse", "cpu", "float32", **sizes)
     truth = _run(task, "dense", "numpy", "float64", **sizes)
@@ -168,13 +184,16 @@ def test_auto_takes_the_sparse_path_where_its_prices_say_it_is_faster():
     model = costs.load("cpu", "float32")
     big = PSVRT(patch=5, n_patches=10, n_train_patterns=16, seed=0)         # p = 2500
     small = PSVRT(patch=4, n_patches=2, n_train_patterns=8, seed=0)        # p = 64, half set
-    for task, want in ((big, "sparse"), (small, "dense")):
+    blurred = Pentomino(width=6, n_train_shapes=8, blur=0.5, seed=0)       # p = 1764
+    for task, want, inputs in ((big, "sparse", "stamps"), (small, "dense", "stamps"),
+                               (blurred, "sparse", "images")):
+        assert costs.image_inputs(task) == inputs
         sizes = dict(input_dim=task.input_dim, width=512, batch_size=128)
         e = task.sparse_entries()
-        sparse = model.step_seconds("sparse", L=2, inputs="images", entries=e, **sizes)
-        dense = model.step_seconds("dense", L=2, inputs="images", **sizes)
+        sparse = model.step_seconds("sparse", L=2, inputs=inputs, entries=e, **sizes)
+        dense = model.step_seconds("dense", L=2, inputs=inputs, **sizes)
         assert (sparse < dense) == (want == "sparse")
-        assert model.choose_images(**sizes, entries=e) == want
+        assert model.choose_images(**sizes, entries=e, inputs=inputs) == want
         r = train(task, 1.0, width=512, steps=4, eval_every=2, n_test=16, backend="cpu",
                   progress=False)
         assert r.path == want
@@ -184,7 +203,7 @@ def test_auto_takes_the_sparse_path_where_its_prices_say_it_is_faster():
                              gamma=1.0, seed=0))
     sizes = dict(input_dim=2500, width=512, batch_size=cell["batch_size"], L=16,
                  steps=1000, eval_every=cell["eval_every"], n_test=cell["n_test"],
-                 inputs="images", extra_evals=1)
+                 inputs="stamps", extra_evals=1)
     assert pred.seconds([cell]) == pytest.approx(model.train_seconds(
         "sparse", **sizes, entries=big.sparse_entries()))
     assert pred.seconds([cell]) < model.train_seconds("dense", **sizes)

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .. import _philox, _threads
+from .. import _blas, _philox, _threads
 from .._gemm import Gemm, Gemms, gemm_into as _gemm_into
 from .._philox import NormalStream
 from . import _cpu_kernels as kern
@@ -227,33 +227,69 @@ class SparseEngine(_DisplacementEngine):
     """Inputs that are mostly zeros (``task.has_sparse_inputs``: PSVRT, Pentomino): forward,
     centering and update over each batch's non-zero pixels only.
 
-    Each model's hidden weights are one pixel-major (p, 2 m) array ``WT[k]``, w0 in
-    columns :m and the displacement dw in m:, so that a pixel's weights are one
-    contiguous row. Per step, each model's batch comes as ``SparseImages``
-    (``task.training_inputs_sparse``: the draws of ``training_inputs``);
-    ``sparse_forward`` gathers the rows of its pixels into h0 | dh, ``dense_fused``
-    runs as on the dense path, and ``sparse_update`` adds -lr grad_h^T X into the
-    same rows. Models with the same inputs (one seed's, in an ensemble of gammas)
-    draw and sort them once a step, and those that also start from the same w0 (one
-    seed's) compute h0 = w0 . x once: the others gather dh only and copy h0, the same
-    bits. Steps run in chunks (``CHUNK_STEPS``): the chunk's inputs and shared h0 first,
-    then each model through the chunk (its weights stay in cache), the team's threads
-    taking a model apiece (a model alone keeps the team for its columns). The numbers
-    are the dense path's up to rounding (the sums run over the non-zero pixels only, in
-    another order). Evaluation is the dense GEMMs'.
+    Each model's hidden weights are one (p, 2 m) array ``WT[k]``, a pixel a row, w0 in
+    columns :m and the displacement dw in m:. Per step, each model's batch comes as
+    ``SparseImages`` (``task.training_inputs_sparse``: the draws of
+    ``training_inputs``), multiplied in one of two ways:
+
+    - sharp stamps on a grid (``task.stamp_pixels()``: PSVRT, Pentomino without
+      blur): the rows are cell-major (a cell's stamp pixels in consecutive rows), the
+      batch's stamps are sorted by cell, and each cell's stamps take one BLAS GEMM by
+      the cell's rows, forward (``stamp_forward``, then ``stamp_sum`` adds an image's
+      stamps) and update (``stamp_update``);
+    - otherwise (blurred stamps, whose windows overlap): the batch's non-zero pixels are
+      sorted by pixel and ``sparse_forward`` adds each pixel's row into the
+      preactivations of its inputs, ``sparse_update`` the update into the rows.
+
+    ``dense_fused`` runs between them as on the dense path. Models with the same inputs
+    (one seed's, in an ensemble of gammas) draw and sort them once a step, and those
+    that also start from the same w0 (one seed's) compute h0 = w0 . x once: the others
+    gather dh only and copy h0, the same bits. Steps run in chunks (``CHUNK_STEPS``):
+    the chunk's inputs and shared h0 first, then each model through the chunk (its
+    weights stay in cache), the team's threads taking a model apiece (a model alone
+    keeps the team for its columns or cells). The numbers are the dense path's up to
+    rounding (the sums run over the non-zero pixels only, in another order), and a
+    model's are the same alone, in an ensemble and for any thread count. Evaluation is
+    the dense GEMMs'.
     """
 
     def __init__(self, tasks, params0, scales, lrs, dtype):
         super().__init__(params0, scales, lrs, dtype)
         self.tasks = tasks
         M, p, m = self.w0T.shape
+        layouts = [t.stamp_pixels() for t in tasks]
+        self.cells = layouts[0] if all(c is not None and np.array_equal(c, layouts[0])
+                                       for c in layouts) else None
+        # row r of WT[k] is pixel pixels[r]: cell-major (the cells' stamps, then the pixels
+        # no stamp covers, never non-zero in training) for cell GEMMs, else the identity
+        stamped = np.arange(0) if self.cells is None else self.cells.ravel()
+        self.pixels = np.concatenate([stamped, np.setdiff1d(np.arange(p), stamped)])
         self.WT = np.zeros((M, p, 2 * m), self.dtype)
-        self.WT[:, :, :m] = self.w0T
-        self.w0T = self.WT[:, :, :m]                    # a view: w0 is stored once
+        self.WT[:, :, :m] = self.w0T[:, self.pixels]
+        self.w0T = self.WT[:, :, :m]                # a view: w0 is stored once, rows as WT's
 
     def _dwT(self):
         m = self.w0T.shape[2]
         return self.WT[:, :, m:]
+
+    def outputs(self, X, sources=None):
+        """As ``_DisplacementEngine.outputs``; the inputs' pixels taken in the rows' order."""
+        if self.cells is None:
+            pass
+        elif isinstance(X, np.ndarray):
+            X = X[..., self.pixels]
+        else:                       # a repeated array (shared inputs) is taken once
+            taken = {}
+            X = [taken.setdefault(id(x), np.asarray(x)[:, self.pixels]) for x in X]
+        return super().outputs(X, sources)
+
+    def params(self):
+        init, final = super().params()
+        if self.cells is None:
+            return init, final
+        inv = np.argsort(self.pixels)
+        return tuple([Params(w=np.ascontiguousarray(q.w[:, inv]), a=q.a) for q in ps]
+                     for ps in (init, final))
 
     def run(self, pairs, noise_rngs):
         M, m = len(self.tasks), self.w0T.shape[2]
@@ -276,26 +312,8 @@ class SparseEngine(_DisplacementEngine):
         S = max(1, min(n, CHUNK_STEPS, CHUNK_BYTES // (max(len(shared), 1) * B * m
                                                        * self.dtype.itemsize)))
         h0 = np.empty((len(shared), S, B, m), self.dtype)
-        # columns in one block a thread (a long row runs fastest), at least UNIT_BLOCK: every
-        # number is summed in the same order whatever the blocks, so the bits do not change
-        T = _threads.threads()
-        size = {c: max(kern.UNIT_BLOCK, -(-c // T)) for c in (m, 2 * m)}
-        blocks = {c: [(u, min(u + size[c], c)) for u in range(0, c, size[c])] for c in size}
-        acc = np.empty((M, len(blocks[m]), blocks[m][0][1]), self.dtype)
-        sorter = _Sorter(self.WT.shape[1], self.dtype)
-
-        def forward(k, X, out, h, lo, cols):
-            """out[h, :, lo:lo + cols] from model k's weights WT[k, :, lo:lo + cols]."""
-            parts = blocks[cols]
-            _threads.run_parts(lambda i: kern.sparse_forward(
-                self.WT, *X, k, out, h, lo + parts[i][0], lo + parts[i][1]),
-                len(parts), cols * len(X[2]))
-
-        def update(k, X):
-            parts = blocks[m]
-            _threads.run_parts(lambda i: kern.sparse_update(
-                self.WT, *X, grad_h, lrs[k], acc[k, i], k, *parts[i]), len(parts),
-                m * len(X[2]))
+        kernels = (_PixelRows if self.cells is None else _CellGemms)(
+            self, B, len(shared) * S, grad_h, lrs)
 
         def train_through(k, batches, steps):
             """Model k through a chunk's steps (its own H, grad_h, acc, grad_a rows)."""
@@ -303,39 +321,140 @@ class SparseEngine(_DisplacementEngine):
             for s, t in enumerate(steps):
                 X = batches[s][leader[k]]
                 if src is None:
-                    forward(k, X, H, k, 0, 2 * m)
+                    kernels.forward(k, X, H, k, 0, 2 * m, k)
                 else:
                     H[k, :, :m] = h0[src, s]
-                    forward(k, X, H, k, m, m)
+                    kernels.forward(k, X, H, k, m, m, k)
                 Y[k] = pairs[k][2][t]
                 loss[k, t], correct[k, t] = fused.run_model(k, grad_a)
-                update(k, X)
+                kernels.update(k, X)
                 grad_a[k] *= lrs[k]
                 self.da[k] -= grad_a[k]
 
         def shared_h0(q, batches):
             """The q-th (shared model, step of the chunk)'s h0."""
             i, s = divmod(q, len(batches))
-            forward(shared[i], batches[s][leader[shared[i]]], h0[i], s, 0, m)
+            kernels.forward(shared[i], batches[s][leader[shared[i]]], h0[i], s, 0, m,
+                            M + i * S + s)
 
         for t0 in range(0, n, S):
             steps = range(t0, min(t0 + S, n))
-            batches = [{j: sorter.sort(self.tasks[j].training_inputs_sparse(
+            batches = [{j: kernels.sort(self.tasks[j].training_inputs_sparse(
                 pairs[j][0][t], pairs[j][1][t], noise_rngs[j])) for j in leaders} for t in steps]
-            entries = sum(len(X[leader[k]][2]) for X in batches for k in range(M))
+            work = m * sum(kernels.work(X[leader[k]]) for X in batches for k in range(M))
             # the team takes the shared h0 a step apiece, then the models a model apiece
             # (the parts' own jobs then run in order); one model keeps the team for its
-            # columns
-            _threads.run_parts(lambda q: shared_h0(q, batches), len(shared) * len(steps),
-                               m * entries)
+            # columns or cells
+            _threads.run_parts(lambda q: shared_h0(q, batches), len(shared) * len(steps), work)
             if M > 1:
-                _threads.run_parts(lambda k: train_through(k, batches, steps), M, 3 * m * entries)
+                _threads.run_parts(lambda k: train_through(k, batches, steps), M, 3 * work)
             else:
                 train_through(0, batches, steps)
         for k, j in enumerate(leader):      # a follower's generator is where its leader's is
             if j != k:
                 noise_rngs[k].bit_generator.state = noise_rngs[j].bit_generator.state
         return loss, correct
+
+
+class _PixelRows:
+    """The sparse step by pixel rows: a batch's non-zero pixels sorted by pixel
+    (``sparse_columns``), ``sparse_forward`` and ``sparse_update`` in blocks of columns,
+    one block a thread (a long row runs fastest), at least ``UNIT_BLOCK``: every number is
+    summed in the same order whatever the blocks, so the bits do not change."""
+
+    def __init__(self, engine, B, n_scratch, grad_h, lrs):
+        M, p, m = engine.w0T.shape
+        self.engine, self.grad_h, self.lrs = engine, grad_h, lrs
+        T = _threads.threads()
+        size = {c: max(kern.UNIT_BLOCK, -(-c // T)) for c in (m, 2 * m)}
+        self.blocks = {c: [(u, min(u + size[c], c)) for u in range(0, c, size[c])]
+                       for c in size}
+        self.acc = np.empty((M, len(self.blocks[m]), self.blocks[m][0][1]), engine.dtype)
+        self.sorter = _Sorter(p, engine.dtype)
+
+    def sort(self, images):
+        return self.sorter.sort(images)
+
+    @staticmethod
+    def work(X):
+        """A model's multiply-adds per hidden unit, forward or update."""
+        return len(X[2])
+
+    def forward(self, k, X, out, h, lo, cols, scratch):
+        """out[h, :, lo:lo + cols] from model k's weights WT[k, :, lo:lo + cols]."""
+        WT, parts = self.engine.WT, self.blocks[cols]
+        _threads.run_parts(lambda i: kern.sparse_forward(
+            WT, *X, k, out, h, lo + parts[i][0], lo + parts[i][1]),
+            len(parts), cols * len(X[2]))
+
+    def update(self, k, X):
+        m = self.grad_h.shape[2]
+        WT, parts = self.engine.WT, self.blocks[m]
+        _threads.run_parts(lambda i: kern.sparse_update(
+            WT, *X, self.grad_h, self.lrs[k], self.acc[k, i], k, *parts[i]), len(parts),
+            m * len(X[2]))
+
+
+class _CellGemms:
+    """The sparse step by cells (sharp stamps, cell-major weights): a batch's stamps sorted
+    by cell (``stamp_order``), each cell's stamps one BLAS GEMM forward (``stamp_forward``,
+    h0 and dh apart, so that a model alone and one sharing h0 get the same bits) and one
+    update (``stamp_update``); the team shares out cells and rows, each cell's GEMM the same
+    call whoever runs it. ``n_scratch`` products of shared h0 (a part each) have scratch
+    of their own beside the models'."""
+
+    def __init__(self, engine, B, n_scratch, grad_h, lrs):
+        M, _, m = engine.w0T.shape
+        self.engine, self.grad_h, self.lrs = engine, grad_h, lrs
+        self.C, self.s = engine.cells.shape
+        k = 2                                      # stamps an image (GridTask)
+        self.gemm = _blas.address(engine.dtype)
+        self.out = np.empty((M + n_scratch, B * k, m), engine.dtype)
+        self.G = np.empty((M, B * k, m), engine.dtype)
+        T = _threads.threads()
+        self.cell_parts = _edges(self.C, T)
+        self.row_parts = _edges(B, T)
+
+    def sort(self, images):
+        """(V, start, rows, pos): the stamps' pixels by cell (``stamp_order``)."""
+        B, k = images.cells.shape
+        V = np.empty((B * k, self.s), self.engine.dtype)
+        start = np.empty(self.C + 1, np.int64)
+        rows = np.empty(B * k, np.int64)
+        pos = np.empty((B, k), np.int64)
+        kern.stamp_order(images.cells, images.value, self.C, V, start, rows, pos)
+        return V, start, rows, pos
+
+    @staticmethod
+    def work(X):
+        return X[0].size
+
+    def forward(self, k, X, out, h, lo, cols, scratch):
+        """out[h, :, lo:lo + cols] from model k's weights WT[k, :, lo:lo + cols], in blocks
+        of m columns (h0, dh)."""
+        V, start, _, pos = X
+        WT, m = self.engine.WT, self.grad_h.shape[2]
+        products = self.out[scratch]
+        for u in range(lo, lo + cols, m):
+            c, r = self.cell_parts, self.row_parts
+            _threads.run_parts(lambda i: kern.stamp_forward(
+                self.gemm, WT, V, start, k, u, products, c[i], c[i + 1]), len(c) - 1,
+                m * V.size)
+            _threads.run_parts(lambda i: kern.stamp_sum(
+                products, pos, out, h, u, r[i], r[i + 1]), len(r) - 1, m * pos.size)
+
+    def update(self, k, X):
+        V, start, rows, _ = X
+        c, m = self.cell_parts, self.grad_h.shape[2]
+        _threads.run_parts(lambda i: kern.stamp_update(
+            self.gemm, self.engine.WT, V, start, rows, self.grad_h, self.lrs[k], self.G[k], k,
+            c[i], c[i + 1]), len(c) - 1, m * V.size)
+
+
+def _edges(n, T):
+    """0 = e_0 < ... < e_P = n: n items in P = min(n, 2 T) near-equal parts."""
+    P = min(n, 2 * T)
+    return [n * i // P for i in range(P + 1)]
 
 
 def shared_inputs(tasks, pairs, noise_rngs):
@@ -518,14 +637,20 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
     GEMMs that update Q = K C, L times the distinct symbols of a batch's side
     times m, on both sides ("update"), and the 2 L x m entries of Q they add
     to ("rows"). "step" is the work shared by the ensemble's models.
-    Sparse path (``SparseEngine``, images), the models of one seed (as a scan's group and
-    the calibration's): per model the fused kernel ("unit"); the multiply-adds over the
-    batch's non-zero pixels, B x entries x m for h0 once for them all, for dh and for the
-    update per model ("entry": B x entries x m x (2 M + 1)), and the weight rows of the
-    batch's distinct pixels that each model reads and writes ("weights": M x m x the
-    expected distinct pixels of B x entries draws from p, their traffic from memory once
-    the models' weights outgrow the caches); once a step, the drawn and sorted pixels
-    ("pixel": B x entries) and the sort's pass over the p pixels ("scan").
+    Sparse path (``SparseEngine``), the models of one seed (as a scan's group and the
+    calibration's): per model the fused kernel ("unit"); on blurred "images", pixel row by
+    pixel row, the multiply-adds over the batch's non-zero pixels, B x entries x m for h0
+    once for them all, for dh and for the update per model ("entry": B x entries x m x
+    (2 M + 1)), and the weight rows of the batch's distinct pixels that each model reads
+    and writes ("weights": M x m x the expected distinct pixels of B x entries draws from
+    p, their traffic from memory once the models' weights outgrow the caches); once a step,
+    the drawn and sorted pixels ("pixel": B x entries) and the sort's pass over the p
+    pixels ("scan"). On "stamps" (two an image, entries / 2 pixels each, tiling p / (entries
+    / 2) cells), by cell GEMMs: their multiply-adds, as many ("stamp"), the weight rows of
+    the expected distinct cells of the batch's 2 B stamps ("weights"; the GEMM calls, one a
+    cell, fold into it) and the stamps' pixels sorted ("pixel"). Blurred images cost the task
+    more to render, by their pixels ("render": B x entries, once for one seed's models on
+    the sparse path, per model on the dense path, where ``entries`` is given).
 
     Parameters
     ----------
@@ -534,10 +659,11 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
         Training symbols, batch size B, hidden units m and input dimension p.
     models : int, default 1
         Models trained in lockstep (on one thread).
-    inputs : {"symbols", "noise", "images"}, default "symbols"
-        Clean symbol pairs, noisy symbol pairs, or images built by the task.
+    inputs : {"symbols", "noise", "images", "stamps"}, default "symbols"
+        Clean symbol pairs, noisy symbol pairs, or images built by the task (blurred, or
+        sharp stamps on a grid's cells: ``fastsd.mlp.costs.INPUTS``).
     entries : float, optional
-        Mean non-zero pixels of an image (``task.sparse_entries()``); the sparse path's.
+        The pixels an image that the sparse path multiplies (``task.sparse_entries()``).
 
     Returns
     -------
@@ -545,15 +671,22 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
         Counts by unit; every count grows with every size.
     """
     M, B, m, p = models, batch_size, width, input_dim
-    if path == "sparse":
-        return {"step": 1.0, "model": M, "unit": M * B * m,
-                "entry": (2 * M + 1) * B * entries * m,
-                "weights": M * m * _distinct(p, B * entries), "pixel": B * entries, "scan": p}
+    if path == "sparse":       # one unit set for both ways (one fit), each way's own non-zero
+        macs = (2 * M + 1) * B * entries * m
+        if inputs == "stamps":
+            stamp = entries / 2
+            rows, macs = _distinct(max(1.0, p / stamp), 2 * B) * stamp, {"stamp": macs, "entry": 0.0}
+        else:
+            rows, macs = _distinct(p, B * entries), {"stamp": 0.0, "entry": macs}
+        return {"step": 1.0, "model": M, "unit": M * B * m, **macs, "weights": M * m * rows,
+                "pixel": B * entries, "scan": p if inputs == "images" else 0.0,
+                "render": B * entries if inputs == "images" else 0.0}
     if path == "dense":
         return {"step": 1.0, "model": M, "unit": M * B * m, "input": M * B * p,
                 "weights": M * p * m, "gemm": M * (2 if inputs == "symbols" else 3) * B * p * m,
                 "noise": M * B * p if inputs == "noise" else 0.0,
-                "draw": M * B * p if inputs == "images" else 0.0}
+                "draw": M * B * p if inputs in ("images", "stamps") else 0.0,
+                "render": M * B * entries if inputs == "images" and entries else 0.0}
     # B // 2 same pairs, the rest different (draw_pairs); whole draws, so that the count
     # grows with L (for a fraction of a draw, n (1 - (1 - 1/n)^k) falls as n grows)
     pairs = _distinct(L, B // 2) + _distinct(L * (L - 1), B - B // 2)
@@ -584,7 +717,7 @@ CALIBRATION = (
     ("dense", 16, 256, 1024, 128, 6, "symbols"), ("dense", 16, 256, 128, 128, 2, "symbols"),
     ("dense", 16, 1024, 1024, 8, 4, "symbols"), ("dense", 16, 1024, 1024, 128, 4, "symbols"),
     ("dense", 16, 128, 512, 128, 2, "noise"), ("dense", 16, 512, 32, 128, 2, "noise"),
-    ("dense", 16, 128, 512, 128, 2, "images"), ("dense", 16, 512, 32, 128, 2, "images"),
+    ("dense", 16, 128, 512, 128, 2, "images"), ("dense", 16, 512, 32, 128, 2, "stamps"),
     ("symbol", 4, 16, 32, 8, 1, "symbols"), ("symbol", 4, 16, 32, 8, 4, "symbols"),
     ("symbol", 16, 16, 1024, 128, 1, "symbols"), ("symbol", 8, 16, 2048, 256, 1, "symbols"),
     ("symbol", 64, 16, 1024, 128, 1, "symbols"), ("symbol", 256, 16, 1024, 128, 1, "symbols"),
@@ -594,13 +727,16 @@ CALIBRATION = (
     ("sparse", 16, 32, 512, 128, 2, "images"), ("sparse", 16, 512, 512, 128, 2, "images"),
     ("sparse", 16, 2048, 64, 128, 1, "images"), ("sparse", 16, 32, 2048, 32, 6, "images"),
     ("sparse", 16, 128, 32, 8, 1, "images"), ("sparse", 16, 4096, 256, 64, 1, "images"),
-    ("sparse", 16, 512, 1024, 64, 4, "images"), ("sparse", 16, 32, 128, 256, 1, "images"),
-    ("sparse", 16, 2048, 512, 128, 6, "images"),
+    ("sparse", 16, 32, 128, 256, 1, "images"), ("sparse", 16, 2048, 512, 128, 6, "images"),
+    ("sparse", 16, 32, 512, 128, 2, "stamps"), ("sparse", 16, 512, 512, 128, 2, "stamps"),
+    ("sparse", 16, 2048, 64, 128, 1, "stamps"), ("sparse", 16, 32, 2048, 32, 6, "stamps"),
+    ("sparse", 16, 128, 32, 8, 1, "stamps"), ("sparse", 16, 4096, 256, 64, 1, "stamps"),
+    ("sparse", 16, 512, 1024, 64, 4, "stamps"), ("sparse", 16, 2048, 512, 128, 6, "stamps"),
 )
 
 #: The units of ``step_features`` that count BLAS multiply-adds: scaled by this machine's
 #: GEMM rate where no calibration is stored (``fastsd.mlp.costs.probed``).
-GEMM_UNITS = ("gemm", "update")
+GEMM_UNITS = ("gemm", "update", "stamp")
 
 #: Seconds per unit of each path's features on one thread, fitted (``fastsd.mlp.costs.fit``)
 #: to the fastest of five runs of ``CALIBRATION`` on the 2-core development machine (Intel
@@ -608,18 +744,23 @@ GEMM_UNITS = ("gemm", "update")
 #: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
 #: up to L = 212 at d = 64, 568 at d = 256 and 1976 at d = 1024.
 FALLBACK_MACHINE = {"cpu": "Intel Xeon", "cores": 2, "measured": "2026-12-02"}
-#: The sparse path's prices: fitted to ``fastsd calibrate``'s shapes (the best of 5 runs of
-#: 0.2 s) on the 2-core AMD EPYC machine (2026-12-04, idle; one seed's models sharing h0 and
-#: training through chunks of steps), divided by that machine's probe factor for non-GEMM
-#: work (x1.54, five probes within 3%) so that the probe scales them back there as it
-#: scales the others. The fit folds the drawn pixels and the per-model calls into
-#: "step", "unit" and "pixel" (the shapes vary entries only 18 to 50). There it predicts
-#: training calls at Fig. 3's cells (PSVRT 5 x 5 and 10 x 10 patches, Pentomino width 2
-#: and 8; m = 512, B = 128; 1 and 6 models) within a factor 0.78 to 1.23 of their time.
-SPARSE_F32 = {"step": 4.344e-05, "model": 0.0, "unit": 2.593e-09, "entry": 4.701e-11,
-              "weights": 3.299e-10, "pixel": 1.062e-08, "scan": 0.0}
-SPARSE_F64 = {"step": 3.946e-05, "model": 0.0, "unit": 1.856e-09, "entry": 1.102e-10,
-              "weights": 5.667e-10, "pixel": 1.132e-08, "scan": 1.414e-09}
+#: The sparse path's prices: fitted to ``fastsd calibrate``'s sparse shapes (the best of 5
+#: runs of 0.2 s; blurred Pentomino "images" by pixel rows, PSVRT "stamps" by cell GEMMs) on
+#: the 2-core Intel Xeon machine (2026-12-04, idle), divided by that machine's probe factors
+#: against the shipped prices' machine (GEMM x1.22 for "stamp", x0.96 for the other units;
+#: two probes within 3%) so that the probe scales them as it scales the others. There the
+#: fit is within a factor 0.77 to 1.14 of the 16 shapes' times.
+SPARSE_F32 = {"step": 4.858e-05, "model": 0.0, "unit": 2.955e-09, "stamp": 2.151e-11,
+              "entry": 5.788e-11, "weights": 4.989e-10, "pixel": 8.732e-09, "scan": 0.0,
+              "render": 3.217e-08}
+SPARSE_F64 = {"step": 4.507e-05, "model": 0.0, "unit": 4.808e-09, "stamp": 2.886e-11,
+              "entry": 1.181e-10, "weights": 9.725e-10, "pixel": 1.767e-08, "scan": 0.0,
+              "render": 2.328e-08}
+#: The dense path's price of a blurred image's pixels rendered by the task ("render"; its
+#: calibration shapes were PSVRT's, cheap to draw): ``Pentomino.training_inputs`` measured
+#: on that machine (28 ns an entry at widths 2 and 8, 5 ns for PSVRT's sharp stamps, which
+#: "draw" covers), divided by its probe factor; in either dtype (the task renders in float64).
+RENDER = 2.9e-08
 
 #: The sparse path's chunks: steps whose batches are drawn before its models train through
 #: them in turn, and the bytes of the shared h0 kept for them at most.
@@ -630,14 +771,14 @@ FALLBACK_PRICES = {
     "float32": {
         "dense": {"step": 5.505e-06, "model": 9.566e-06, "unit": 2.436e-09, "input": 9.468e-10,
                   "weights": 9.175e-10, "gemm": 1.245e-11, "noise": 1.34e-09,
-                  "draw": 6.739e-10},
+                  "draw": 6.739e-10, "render": RENDER},
         "symbol": {"step": 1.527e-07, "model": 1.16e-06, "pair": 7.599e-10,
                    "update": 1.541e-11, "rows": 3.352e-10},
         "sparse": SPARSE_F32},
     "float64": {
         "dense": {"step": 5.61e-06, "model": 9.708e-06, "unit": 3.769e-09, "input": 2.641e-09,
                   "weights": 1.094e-09, "gemm": 2.332e-11, "noise": 1.434e-08,
-                  "draw": 1.386e-10},
+                  "draw": 1.386e-10, "render": RENDER},
         "symbol": {"step": 1.936e-07, "model": 8.956e-07, "pair": 1.349e-09,
                    "update": 3.066e-11, "rows": 9.839e-10},
         "sparse": SPARSE_F64},

@@ -17,12 +17,15 @@ built by ``noise_uniforms`` (Box-Muller's uniforms from the Philox words of its
 counter-based noise, fastsd._philox), NumPy's vectorised log, sqrt, cos and sin, and
 ``noisy_inputs``.
 
-Sparse path (images that are two stamps on an empty canvas, ``SparseImages``): with
-the weights stored pixel-major, (p, 2 m) per model, and the batch's entries sorted by
-pixel (``sparse_columns``), ``sparse_forward`` adds each non-zero pixel's weight row into
-the preactivations of its inputs, ``dense_fused`` follows as on the dense path, and
-``sparse_update`` adds the update into those rows only, each part owning a block of
-columns.
+Sparse path (images that are two stamps on an empty canvas, ``SparseImages``), with the
+weights stored a pixel a row, (p, 2 m) per model. Blurred stamps: the batch's entries
+sorted by pixel (``sparse_columns``), ``sparse_forward`` adds each non-zero pixel's weight
+row into the preactivations of its inputs, ``dense_fused`` follows as on the dense path,
+and ``sparse_update`` adds the update into those rows only, each part owning a block of
+columns. Sharp stamps on a grid's cells, rows cell-major: the batch's stamps sorted by
+cell (``stamp_order``), each cell's stamps one BLAS GEMM by the cell's rows forward
+(``stamp_forward``, ``stamp_sum`` adding an image's two) and one for the update
+(``stamp_update``), called from the kernel (``fastsd._blas``), each part owning cells.
 
 Symbol-basis path (App. G.2 inputs are built from L symbols): every update of
 the first-layer weights lies in the span of the symbols, so with
@@ -44,7 +47,7 @@ these sizes, and two one-thread processes beat one two-thread process here.)
 import numba as nb
 import numpy as np
 
-from .. import _jitcache, _numerics, _philox
+from .. import _blas, _jitcache, _numerics, _philox
 
 # No "reassoc": a vectorised reduction may then add in an order that depends on
 # the arrays' memory alignment, so results would change from run to run.
@@ -274,6 +277,86 @@ def sparse_update(WT, cols, start, rows, vals, n, grad_h, lr, acc, k, u0, u1):
         w = WT[k, cols[j], m + u0:m + u1]
         for i in range(a.shape[0]):
             w[i] -= lr * a[i]
+
+
+@_jitcache.njit(nogil=True)
+def stamp_order(cells, values, C, V, start, rows, pos):
+    """A batch of stamps on distinct cells (``SparseImages`` with ``cells``) sorted by cell.
+
+    cells (B, k) int64, the cell of each image's k stamps; values (B, k s) float64,
+    stamp j's s pixels in values[b, j s:(j + 1) s]. Writes V (B k, s) the stamps'
+    pixels in cell order (a stable counting sort: by cell, then b, then j), in V's
+    dtype; start (C + 1,), cell c's stamps in V[start[c]:start[c + 1]]; rows (B k,)
+    the image of each sorted stamp; pos (B, k) where each image's stamps went.
+    """
+    B, k = cells.shape
+    s = V.shape[1]
+    start[:] = 0
+    for b in range(B):
+        for j in range(k):
+            start[cells[b, j] + 1] += 1
+    for c in range(C):
+        start[c + 1] += start[c]
+    fill = start[:C].copy()
+    for b in range(B):
+        for j in range(k):
+            i = fill[cells[b, j]]
+            fill[cells[b, j]] += 1
+            pos[b, j] = i
+            rows[i] = b
+            for e in range(s):
+                V[i, e] = values[b, j * s + e]
+
+
+@_jitcache.njit(nogil=True)
+def stamp_forward(gemm, WT, V, start, k, lo, out, c0, c1):
+    """Cells c0 .. c1 - 1 of model k's stamp products: out[i] = V[i] . WT[k, cell's rows, lo:].
+
+    The weights are cell-major: cell c's s pixels are rows c s .. (c + 1) s - 1 of
+    WT[k], so a cell's stamps take one GEMM (BLAS at address ``gemm``, ``fastsd._blas``)
+    of its (n_c, s) pixels by its (s, N) weights, N = out.shape[1] columns from ``lo``.
+    A cell's GEMM is the same call however the cells are shared out (one part of a
+    team job: a range of cells), so the bits do not depend on the thread count.
+    """
+    s, N = V.shape[1], out.shape[1]
+    for c in range(c0, c1):
+        a, b = start[c], start[c + 1]
+        if b > a:
+            _blas.gemm(gemm, False, out[a:b], V[a:b], WT[k, c * s:(c + 1) * s, lo:lo + N],
+                       1.0, 0.0)
+
+
+@_jitcache.njit(nogil=True, fastmath=_FASTMATH)
+def stamp_sum(out, pos, H, h, lo, b0, b1):
+    """H[h, b, lo:lo + N] = the sum of image b's stamp products (``stamp_forward``), stamps
+    in order, for rows b0 .. b1 - 1 (one part of a team job)."""
+    N = out.shape[1]
+    for b in range(b0, b1):
+        row = H[h, b, lo:lo + N]
+        first = out[pos[b, 0]]
+        for i in range(N):
+            row[i] = first[i]
+        for j in range(1, pos.shape[1]):
+            o = out[pos[b, j]]
+            for i in range(N):
+                row[i] += o[i]
+
+
+@_jitcache.njit(nogil=True)
+def stamp_update(gemm, WT, V, start, rows, grad_h, lr, G, k, c0, c1):
+    """dw -= lr grad_h^T X on the cells c0 .. c1 - 1 of model k (cell-major weights).
+
+    Cell c's stamps' grad_h rows are gathered into G[start[c]:start[c + 1]] (G (B k, m),
+    the model's own), then one GEMM adds -lr (its pixels)^T (their grad_h) into the
+    cell's rows of dw, WT[k, c s:(c + 1) s, m:]: each part owns its cells' rows.
+    """
+    s, m = V.shape[1], grad_h.shape[2]
+    for c in range(c0, c1):
+        a, b = start[c], start[c + 1]
+        if b > a:
+            for i in range(a, b):
+                G[i] = grad_h[k, rows[i]]
+            _blas.gemm(gemm, True, WT[k, c * s:(c + 1) * s, m:], V[a:b], G[a:b], -lr, 1.0)
 
 
 # The noise's generator: fastsd._philox's plain-Python Philox4x32-10, inlined.

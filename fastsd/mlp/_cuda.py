@@ -729,7 +729,7 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
         return {"step": 1.0, "flop": M * 6 * B * entries * m, "draw": B * entries}
     if path == "dense":
         return {"step": 1.0, "flop": M * (4 if inputs == "symbols" else 6) * B * p * m,
-                "draw": M * B * p if inputs == "images" else 0.0}
+                "draw": M * B * p if inputs in ("images", "stamps") else 0.0}
     return {"step": 1.0, "flop": M * 2 * L * (B + L) * m}
 
 

@@ -77,8 +77,11 @@ FORMAT = 2
 #: The package files whose code the calibration times (``_jitcache.source_hash``'s parts).
 SOURCES = ("mlp/", "tasks/", "_numerics.py", "_philox.py", "_rng.py")
 #: What a model's training inputs are: clean symbol pairs (looked up), noisy symbol pairs
-#: (counter-based noise drawn by the engine) or images (built by the task on the host).
-INPUTS = ("symbols", "noise", "images")
+#: (counter-based noise drawn by the engine), or images built by the task on the host:
+#: "stamps" where they are sharp stamps on a grid's cells (``GridTask.stamp_pixels``: PSVRT,
+#: Pentomino without blur; the sparse path multiplies them by cell GEMMs), "images" otherwise
+#: (blurred stamps, multiplied pixel row by pixel row; and every dense image task).
+INPUTS = ("symbols", "noise", "images", "stamps")
 #: The noise variance of the calibration's noisy shapes.
 _NOISE_SIGMA2 = 0.1
 
@@ -88,9 +91,16 @@ def _check_path_inputs(path, inputs):
     if inputs != "symbols" and path == "symbol":
         raise ValueError(f"`inputs` must be 'symbols' on the symbol path (it trains clean "
                          f"symbol tasks only); got {inputs!r}.")
-    if inputs != "images" and path == "sparse":
-        raise ValueError(f"`inputs` must be 'images' on the sparse path (it trains image "
-                         f"tasks whose inputs are mostly zeros); got {inputs!r}.")
+    if inputs not in ("images", "stamps") and path == "sparse":
+        raise ValueError(f"`inputs` must be 'images' or 'stamps' on the sparse path (it trains "
+                         f"image tasks whose inputs are mostly zeros); got {inputs!r}.")
+
+
+def image_inputs(task):
+    """The ``inputs`` of an image task whose inputs are mostly zeros (``has_sparse_inputs``):
+    "stamps" where its training images are sharp stamps on a grid (``stamp_pixels``), else
+    "images"."""
+    return "stamps" if task.stamp_pixels() is not None else "images"
 
 
 def _module(backend):
@@ -145,19 +155,20 @@ class CostModel:
             Input dimension p (2d for the symbol task).
         width, batch_size, models : int
             Hidden units m, batch size B and models trained in lockstep, >= 1.
-        inputs : {"symbols", "noise", "images"}, default "symbols"
+        inputs : {"symbols", "noise", "images", "stamps"}, default "symbols"
             The models' training inputs (``INPUTS``); the symbol path trains
-            on "symbols" only, the sparse path on "images" only.
+            on "symbols" only, the sparse path on "images" or "stamps" only.
         entries : float, optional
-            Mean non-zero pixels of an image (``task.sparse_entries()``), > 0:
-            the sparse path's size (it needs it).
+            The pixels an image that the sparse path multiplies
+            (``task.sparse_entries()``), > 0: its size (it needs it); on the dense
+            path, blurred images' rendering is priced by it where it is given.
 
         Raises
         ------
         ValueError, TypeError
             For a path this backend lacks, a size out of range, inputs other
-            than "symbols" on the symbol path or "images" on the sparse path,
-            or the sparse path without ``entries``.
+            than "symbols" on the symbol path or "images" / "stamps" on the
+            sparse path, or the sparse path without ``entries``.
         """
         check_choice("path", path, tuple(self.prices))
         check_choice("inputs", inputs, INPUTS)
@@ -166,7 +177,7 @@ class CostModel:
         sizes = [check_int(n, v, 1) for n, v in (("input_dim", input_dim), ("width", width),
                                                  ("batch_size", batch_size), ("models", models))]
         p, m, B, M = sizes
-        if path == "sparse":
+        if path == "sparse" or entries is not None:
             entries = check_float("entries", entries, positive=True)
         features = _module(self.backend).step_features(path, L, B, m, p, M, inputs, entries)
         return predict(self.prices[path], features)
@@ -210,18 +221,19 @@ class CostModel:
         symbol, dense = (self.step_seconds(p, **sizes) for p in ("symbol", "dense"))
         return "symbol" if symbol < dense else "dense"
 
-    def choose_images(self, *, input_dim, width, batch_size, entries):
+    def choose_images(self, *, input_dim, width, batch_size, entries, inputs="images"):
         """The faster path of one image-task model trained alone: "sparse" or "dense".
 
-        ``entries`` is the task's mean non-zero pixels an image
-        (``task.sparse_entries()``). Ties, and prices without the sparse path,
-        go to "dense".
+        ``entries`` is the task's pixels an image that the sparse path multiplies
+        (``task.sparse_entries()``), ``inputs`` "images" or "stamps"
+        (``image_inputs(task)``). Ties, and prices without the sparse path, go to
+        "dense".
         """
         if "sparse" not in self.prices:
             return "dense"
         sizes = dict(L=2, input_dim=input_dim, width=width, batch_size=batch_size,
-                     inputs="images")
-        sparse = self.step_seconds("sparse", **sizes, entries=entries)
+                     inputs=inputs, entries=entries)
+        sparse = self.step_seconds("sparse", **sizes)
         return "sparse" if sparse < self.step_seconds("dense", **sizes) else "dense"
 
     def describe(self):
@@ -484,21 +496,25 @@ def load(backend="cpu", dtype="float32", environ=None):
 
 def _calibration_task(path, L, d, inputs):
     """The task of a calibration shape: ``SameDifferent(d, L)`` (noisy, sigma2 = 0.1, for
-    "noise"), or for "images" ``PSVRT`` with L training patterns of 5 x 5 cells (3 x 3 for
-    d < 64, so that the sparse path's non-zero pixels vary: 18 or 50 an image) on a grid of
-    about sqrt(2 d) pixels a side (its input dimension is the task's); checked as
-    ``step_seconds`` checks them (the symbol path trains "symbols" only, the sparse path
-    "images" only)."""
-    from ..tasks import PSVRT, SameDifferent
+    "noise"); for "stamps" ``PSVRT`` with L training patterns of 5 x 5 cells (3 x 3 for
+    d < 64, so that the sparse path's pixels vary: 18 or 50 an image) on a grid of about
+    sqrt(2 d) pixels a side; for "images" ``Pentomino`` (blur 0.5, random, as Fig. 3's) with
+    L <= 16 training pieces and about sqrt(2 d) / 7 cells a side (2 at least); its input
+    dimension is the task's. Checked as ``step_seconds`` checks them (the symbol path trains
+    "symbols" only, the sparse path "images" or "stamps" only)."""
+    from ..tasks import PSVRT, Pentomino, SameDifferent
 
     check_choice("path", path, PATHS)
     check_choice("inputs", inputs, INPUTS)
     _check_path_inputs(path, inputs)
     L, d = check_int("L", L, 2), check_int("d", d, 1)
-    if inputs == "images":
+    if inputs == "stamps":
         patch = 3 if d < 64 else 5
         return PSVRT(patch=patch, n_patches=max(2, round(math.sqrt(2 * d) / patch)),
                      n_train_patterns=L, seed=0)
+    if inputs == "images":
+        return Pentomino(width=max(2, round(math.sqrt(2 * d) / 7)), n_train_shapes=min(L, 16),
+                         blur=0.5, seed=0)
     return SameDifferent(d, L, sigma2=_NOISE_SIGMA2 if inputs == "noise" else 0.0, seed=0)
 
 
@@ -509,7 +525,7 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
 
     ``models`` models of one seed (as a scan's group: the same batches, the
     same initialisation) train on the shape's task (``_calibration_task``:
-    the symbol task, clean or noisy, or PSVRT images); each call draws its
+    the symbol task, clean or noisy, Pentomino or PSVRT images); each call draws its
     batches and runs the engine, as one evaluation window of training does.
     It runs on the threads it is called under (``measure`` limits them to one).
     """
@@ -561,9 +577,9 @@ def measure(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype=
     ----------
     path : {"dense", "symbol", "sparse"}
     L, d, width, batch_size, models : int
-    inputs : {"symbols", "noise", "images"}, default "symbols"
-        The task (``step_timer``): clean or noisy (sigma2 = 0.1) symbol pairs, or
-        PSVRT images.
+    inputs : {"symbols", "noise", "images", "stamps"}, default "symbols"
+        The task (``step_timer``): clean or noisy (sigma2 = 0.1) symbol pairs,
+        blurred Pentomino images or PSVRT stamps.
     dtype : {"float32", "float64"}
     backend : {"cpu", "cuda"}
     steps : int, optional

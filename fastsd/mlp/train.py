@@ -215,7 +215,7 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
     if task.has_sparse_inputs and "sparse" in module.ENGINES:
         return costs.load(backend, dtype).choose_images(
             input_dim=task.input_dim, width=width, batch_size=batch_size,
-            entries=task.sparse_entries())
+            entries=task.sparse_entries(), inputs=costs.image_inputs(task))
     if not task.has_symbol_basis:
         return "dense"
     return costs.load(backend, dtype).choose(L=task.L, input_dim=task.input_dim, width=width,

@@ -256,14 +256,14 @@ class MLPImagePredictor(Predictor):
     def seconds(self, group, backend="cpu", dtype=None):
         """Predicted seconds of the group's ensemble on one thread, on the path "auto" picks
         (``fastsd.mlp.costs``: every image task's dense inputs priced per element as the
-        calibration's PSVRT images, the sparse path by the mean non-zero pixels of an image,
-        ``task.sparse_entries()``, of the task's geometry)."""
+        calibration's images, the sparse path by the pixels of an image that it multiplies,
+        ``task.sparse_entries()``, of the task's geometry, as "images" or "stamps")."""
         s = group[0]
         side = s["patch"] * s["n_patches"] if s["task"] == "psvrt" else 7 * s["image_width"]
+        entries, inputs = _image_entries(s["task"], s.get("patch"), s.get("n_patches"),
+                                         s.get("image_width"), s.get("blur"), s["L"])
         return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=side * side,
-                                 inputs="images", entries=_image_entries(
-                                     s["task"], s.get("patch"), s.get("n_patches"),
-                                     s.get("image_width"), s.get("blur"), s["L"]))
+                                 inputs=inputs, entries=entries)
 
     def memory(self, group, backend="cpu", dtype=None):
         """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
@@ -302,13 +302,13 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs, entries=No
         path = model.choose(**sizes)
     elif entries is not None and "sparse" in _module_engines(backend):
         path = model.choose_images(input_dim=input_dim, width=s["width"],
-                                   batch_size=s["batch_size"], entries=entries)
+                                   batch_size=s["batch_size"], entries=entries, inputs=inputs)
     else:
         path = "dense"
     return model.train_seconds(path, **sizes, steps=s["steps"], eval_every=s["eval_every"],
                                n_test=s["n_test"], models=len(group),
                                sources=len({g["seed"] for g in group}), inputs=inputs,
-                               extra_evals=1, entries=entries if path == "sparse" else None)
+                               extra_evals=1, entries=entries)
 
 
 def _module_engines(backend):
@@ -319,10 +319,13 @@ def _module_engines(backend):
 
 @functools.lru_cache(maxsize=None)
 def _image_entries(task, patch, n_patches, image_width, blur, L):
-    """Mean non-zero pixels of a training image of the task's geometry (its seed-0 task)."""
-    return MLPImagePredictor.make_task(dict(task=task, patch=patch, n_patches=n_patches,
-                                            image_width=image_width, blur=blur, L=L,
-                                            task_seed=0)).sparse_entries()
+    """(the sparse path's pixels of a training image, its cost model's ``inputs``) of the
+    task's geometry (its seed-0 task)."""
+    from ..mlp.costs import image_inputs
+
+    t = MLPImagePredictor.make_task(dict(task=task, patch=patch, n_patches=n_patches,
+                                         image_width=image_width, blur=blur, L=L, task_seed=0))
+    return t.sparse_entries(), image_inputs(t)
 
 
 def _mlp_cost_model(backend, dtype):

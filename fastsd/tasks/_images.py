@@ -71,10 +71,14 @@ class SparseImages:
     value : ndarray, shape (n, K), float64
     input_dim : int
         Pixels of an image, H * W.
+    cells : ndarray, shape (n, k), int64, or None
+        For sharp stamps on a grid (``GridTask.stamp_pixels``): the cell of each
+        of an image's k stamps, whose s pixels are the entries j s .. (j + 1) s - 1,
+        at ``stamp_pixels()[cells[i, j]]``; None otherwise.
     """
 
-    def __init__(self, index, value, input_dim):
-        self.index, self.value, self.input_dim = index, value, input_dim
+    def __init__(self, index, value, input_dim, cells=None):
+        self.index, self.value, self.input_dim, self.cells = index, value, input_dim, cells
 
     def dense(self):
         """The images, shape (n, input_dim), float64."""
@@ -208,6 +212,8 @@ class GridTask(ImageTask):
     """
 
     has_sparse_inputs = True
+    #: Training images are the stamps themselves, not blurred (``stamp_pixels``).
+    sharp_training = True
 
     def test_key(self):
         """The test items are the training items' complement: what sets them sets the test
@@ -215,11 +221,15 @@ class GridTask(ImageTask):
         return self.training_key()
 
     def sparse_entries(self):
-        """Mean non-zero pixels of a training image: what the "sparse" path's work grows with.
+        """The pixels of a training image that the "sparse" path multiplies: its work's size.
 
-        Estimated once from 256 training images of a fixed seed (every pair
+        Sharp stamps (``stamp_pixels``): the two stamps' pixels, 2 stamp^2 (the cell
+        GEMMs multiply a stamp whole). Blurred ones: the mean non-zero pixels of an
+        image, estimated once from 256 training images of a fixed seed (every pair
         of items equally likely) and cached: the same number for the same task.
         """
+        if self.sharp_training:
+            return float(2 * self.stamp * self.stamp)
         if getattr(self, "_entries", None) is None:
             rng = np.random.default_rng(0)
             u = rng.integers(0, self.L, size=256)
@@ -227,6 +237,21 @@ class GridTask(ImageTask):
             images = self.training_inputs_sparse(u, v, rng)
             self._entries = float(np.count_nonzero(images.value)) / 256
         return self._entries
+
+    def stamp_pixels(self):
+        """The pixels of each cell's stamp, where the training images are sharp stamps.
+
+        Returns
+        -------
+        ndarray, shape (grid^2, stamp^2), int64, or None
+            Row c: the pixels (row-major, in the stamp's order) that a stamp in
+            cell c covers; the rows are disjoint. None where training images are
+            blurred (their windows overlap). The "sparse" training path multiplies
+            a cell's stamps by its weight rows in one GEMM where this is given.
+        """
+        if not self.sharp_training:
+            return None
+        return self._cell_origin[:, None] + self._stamp_offsets[None, :]
 
     def _set_geometry(self, grid, cell, stamp, name):
         """Lay out the grid; ``name`` is the parameter that sets ``grid``, for the memory check."""
@@ -279,7 +304,7 @@ class GridTask(ImageTask):
                                 for c in (c1, c2)], axis=1)
         value = np.concatenate([s.reshape(n, -1) for s in (s1, s2)], axis=1).astype(np.float64)
         if sparse:
-            return SparseImages(index, value, self.input_dim)
+            return SparseImages(index, value, self.input_dim, cells=np.stack([c1, c2], axis=1))
         img = np.zeros((n, self.input_dim))
         np.put_along_axis(img, index, value, axis=1)     # the two stamps never overlap
         return img

@@ -168,6 +168,7 @@ class Pentomino(GridTask):
         if not isinstance(random_blur, (bool, np.bool_)):
             raise TypeError(f"`random_blur` must be True or False; got {random_blur!r}.")
         self.random_blur = bool(random_blur)
+        self.sharp_training = self.blur == 0.0
         self.width = width
         self._set_geometry(width, CELL, BOX, "width")
         perm = self._item_stream(seed).permutation(n_pieces)
