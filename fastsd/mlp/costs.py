@@ -82,6 +82,9 @@ SOURCES = ("mlp/", "tasks/", "_numerics.py", "_philox.py", "_rng.py")
 #: Pentomino without blur; the sparse path multiplies them by cell GEMMs), "images" otherwise
 #: (blurred stamps, multiplied pixel row by pixel row; and every dense image task).
 INPUTS = ("symbols", "noise", "images", "stamps")
+#: The ensemble size at which "auto" compares an image task's paths (``choose_images``):
+#: one seed's group of gammas, as Fig. 3's scans train them.
+GROUP_MODELS = 6
 #: The noise variance of the calibration's noisy shapes.
 _NOISE_SIGMA2 = 0.1
 
@@ -222,7 +225,17 @@ class CostModel:
         return "symbol" if symbol < dense else "dense"
 
     def choose_images(self, *, input_dim, width, batch_size, entries, inputs="images"):
-        """The faster path of one image-task model trained alone: "sparse" or "dense".
+        """The faster path of an image-task model trained in a seed's group: "sparse" or
+        "dense".
+
+        The paths' costs a model are compared in an ensemble of ``GROUP_MODELS`` models
+        of one seed (a scan's group of gammas), whatever ensemble the model is in, so that
+        its path, and its numbers, do not depend on the models around it. The sparse
+        path's cost a model falls in such a group (the inputs and h0 are formed once),
+        the dense path's does not: near their crossover a model alone may take the
+        sparse path when the dense one would have been faster alone (Pentomino at width
+        2: 1.00 against 1.13 ms a step alone, measured, but 0.70 against 1.12 in a group;
+        priced 1.06 against 1.07 alone, 0.67 against 1.06 in a group).
 
         ``entries`` is the task's pixels an image that the sparse path multiplies
         (``task.sparse_entries()``), ``inputs`` "images" or "stamps"
@@ -232,7 +245,7 @@ class CostModel:
         if "sparse" not in self.prices:
             return "dense"
         sizes = dict(L=2, input_dim=input_dim, width=width, batch_size=batch_size,
-                     inputs=inputs, entries=entries)
+                     inputs=inputs, entries=entries, models=GROUP_MODELS)
         sparse = self.step_seconds("sparse", **sizes)
         return "sparse" if sparse < self.step_seconds("dense", **sizes) else "dense"
 

@@ -195,8 +195,9 @@ def step_costs(L, batch_size, width, input_dim, backend="cpu", dtype="float32"):
 
 
 def _choose_path(task, width, batch_size, path, backend, module, dtype):
-    """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one for
-    this model alone by the backend's measured cost model (``fastsd.mlp.costs``)."""
+    """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one by
+    the backend's measured cost model (``fastsd.mlp.costs``), for this model alone (symbol
+    tasks) or in a seed's group (image tasks, ``choose_images``)."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
@@ -344,9 +345,11 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
         forms the forward pass and the update over the non-zero pixels of each
         batch only (PSVRT and Pentomino, ``task.has_sparse_inputs``; "cpu"
         and "cuda" backends; the dense path's numbers up to rounding); "auto" picks,
-        per model as if it trained alone, the path the backend's measured cost
-        model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
-        this machine, else shipped prices) predicts to be faster.
+        per model whatever the ensemble around it, the path the backend's measured
+        cost model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
+        this machine, else shipped prices) predicts to be faster: for a model alone
+        on symbol tasks, for a model in a seed's group of 6 gammas on image tasks
+        (``costs.GROUP_MODELS``).
     batches : {"host", "device"}, default "host"
         Where the training batches are drawn. "host": from the seed's NumPy
         streams, the same batches on every backend (with "cuda" they are
