@@ -245,14 +245,14 @@ _team = _Team()
 MIN_TEAM_WORK = 1 << 21
 
 
-def run_parts(fn, n, work):
+def run_parts(fn, n, work, min_work=MIN_TEAM_WORK):
     """Call ``fn(i)`` for i in range(n) on fastsd's team (``threads()`` threads).
 
     The parts must be independent (each writes its own outputs); which thread
     runs which part must not matter. Exceptions in a part are raised here after
     every claimed part has finished. The parts run here, in order, when
     ``work`` (the job's multiply-adds, or their equivalent) is under
-    ``MIN_TEAM_WORK``, when called from inside a part, or while another thread
-    uses the team.
+    ``min_work`` (default ``MIN_TEAM_WORK``), when called from inside a part, or
+    while another thread uses the team.
     """
-    _team.run(fn, n, threads() if n > 1 and work >= MIN_TEAM_WORK else 1)
+    _team.run(fn, n, threads() if n > 1 and work >= min_work else 1)

@@ -11,7 +11,8 @@
   several gammas and seeds (one seed's models draw their inputs once a step, over several
   calls of the engine), in float32 to float32 rounding over a short run;
 - an ensemble gives each model the bits of its run alone, on 1 thread or the team's (a
-  model a thread), in float32 and float64, either way (pixel rows, cell GEMMs): one
+  model a thread), and a lone model split over the team the bits of one thread, in float32
+  and float64, either way (pixel rows, cell GEMMs): one
   seed's models (h0 = w0 . x computed once a step for them all) and several seeds; equal
   tasks built apart (as a scan's group builds them) draw their inputs once a step too;
 - it is refused, naming `path`, where it does not apply (symbol tasks, other backends).
@@ -112,6 +113,25 @@ def test_a_sparse_ensemble_gives_each_model_its_bits_alone(dtype, way):
     for r, r1, g, s in zip(rs, one, gammas, seeds):
         assert_results_equal(r, train(task, g, seed=s, **kw))
         assert_results_equal(r, r1)
+
+
+@pytest.mark.parametrize("way", TWO_WAYS)
+def test_a_lone_model_split_over_the_team_keeps_its_bits(way, monkeypatch):
+    """A lone model's step split over the team (its columns, cells and rows; forced here at
+    any size) gives the bits of one thread, both ways."""
+    from test_backends import assert_results_equal
+
+    from fastsd._threads import thread_limit
+    from fastsd.mlp import _cpu
+
+    monkeypatch.setattr(_cpu, "SPARSE_TEAM_WORK", 0)
+    task = TWO_WAYS[way]()
+    kw = dict(width=300, batch_size=34, steps=20, eval_every=10, n_test=16, backend="cpu",
+              path="sparse", dtype="float32", seed=5)
+    with thread_limit(2):
+        split = train(task, 0.3, **kw)
+    with thread_limit(1):
+        assert_results_equal(split, train(task, 0.3, **kw))
 
 
 def test_equal_tasks_built_apart_share_their_draws(monkeypatch):

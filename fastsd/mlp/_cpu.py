@@ -217,7 +217,8 @@ class _Fused:
     def run_model(self, k, grad_a):
         """``run`` for model k alone: grad_h[k] and grad_a[k] written; its loss and accuracy."""
         J = len(self.edges) - 1
-        _threads.run_parts(lambda j: self._block(k, j), J, self.work // len(self.part_a))
+        _threads.run_parts(lambda j: self._block(k, j), J, self.work // len(self.part_a),
+                           SPARSE_TEAM_WORK)
         self.part_a[k].sum(axis=0, out=grad_a[k])
         B = self.Y.shape[1]
         return self.part_loss[k].sum() / B, self.part_correct[k].sum() / B
@@ -385,14 +386,14 @@ class _PixelRows:
         WT, parts = self.engine.WT, self.blocks[cols]
         _threads.run_parts(lambda i: kern.sparse_forward(
             WT, *X, k, out, h, lo + parts[i][0], lo + parts[i][1]),
-            len(parts), cols * len(X[2]))
+            len(parts), cols * len(X[2]), SPARSE_TEAM_WORK)
 
     def update(self, k, X):
         m = self.grad_h.shape[2]
         WT, parts = self.engine.WT, self.blocks[m]
         _threads.run_parts(lambda i: kern.sparse_update(
             WT, *X, self.grad_h, self.lrs[k], self.acc[k, i], k, *parts[i]), len(parts),
-            m * len(X[2]))
+            m * len(X[2]), SPARSE_TEAM_WORK)
 
 
 class _CellGemms:
@@ -439,16 +440,17 @@ class _CellGemms:
             c, r = self.cell_parts, self.row_parts
             _threads.run_parts(lambda i: kern.stamp_forward(
                 self.gemm, WT, V, start, k, u, products, c[i], c[i + 1]), len(c) - 1,
-                m * V.size)
+                m * V.size, SPARSE_TEAM_WORK)
             _threads.run_parts(lambda i: kern.stamp_sum(
-                products, pos, out, h, u, r[i], r[i + 1]), len(r) - 1, m * pos.size)
+                products, pos, out, h, u, r[i], r[i + 1]), len(r) - 1, m * pos.size,
+                SPARSE_TEAM_WORK)
 
     def update(self, k, X):
         V, start, rows, _ = X
         c, m = self.cell_parts, self.grad_h.shape[2]
         _threads.run_parts(lambda i: kern.stamp_update(
             self.gemm, self.engine.WT, V, start, rows, self.grad_h, self.lrs[k], self.G[k], k,
-            c[i], c[i + 1]), len(c) - 1, m * V.size)
+            c[i], c[i + 1]), len(c) - 1, m * V.size, SPARSE_TEAM_WORK)
 
 
 def _edges(n, T):
@@ -761,6 +763,14 @@ SPARSE_F64 = {"step": 4.507e-05, "model": 0.0, "unit": 4.808e-09, "stamp": 2.886
 #: on that machine (28 ns an entry at widths 2 and 8, 5 ns for PSVRT's sharp stamps, which
 #: "draw" covers), divided by its probe factor; in either dtype (the task renders in float64).
 RENDER = 2.9e-08
+
+#: The least work (multiply-adds) of one job of a lone model's sparse step for fastsd's team
+#: to take it (``_threads.MIN_TEAM_WORK`` elsewhere): the step's six jobs each wake the helper
+#: and pass the GIL, and below this the split was slower than one thread at default threads
+#: (Intel Xeon, m = 512: PSVRT 5 x 5 894 against 648 us a step, Pentomino w8 2011 against 1683;
+#: PSVRT at m = 1024 1327 against 1103), above it faster (PSVRT m = 2048 1907 against 2120,
+#: Pentomino w8 m = 2048 2490 against 5984). An ensemble's models go a model a thread.
+SPARSE_TEAM_WORK = 10_000_000
 
 #: The sparse path's chunks: steps whose batches are drawn before its models train through
 #: them in turn, and the bytes of the shared h0 kept for them at most.
