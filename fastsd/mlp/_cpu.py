@@ -275,11 +275,9 @@ class SparseEngine(_DisplacementEngine):
 
     def outputs(self, X, sources=None):
         """As ``_DisplacementEngine.outputs``; the inputs' pixels taken in the rows' order."""
-        if self.cells is None:
-            pass
-        elif isinstance(X, np.ndarray):
+        if self.cells is not None and isinstance(X, np.ndarray):
             X = X[..., self.pixels]
-        else:                       # a repeated array (shared inputs) is taken once
+        elif self.cells is not None:    # a repeated array (shared inputs) is taken once
             taken = {}
             X = [taken.setdefault(id(x), np.asarray(x)[:, self.pixels]) for x in X]
         return super().outputs(X, sources)
@@ -435,9 +433,8 @@ class _CellGemms:
         of m columns (h0, dh)."""
         V, start, _, pos = X
         WT, m = self.engine.WT, self.grad_h.shape[2]
-        products = self.out[scratch]
+        products, c, r = self.out[scratch], self.cell_parts, self.row_parts
         for u in range(lo, lo + cols, m):
-            c, r = self.cell_parts, self.row_parts
             _threads.run_parts(lambda i: kern.stamp_forward(
                 self.gemm, WT, V, start, k, u, products, c[i], c[i + 1]), len(c) - 1,
                 m * V.size, SPARSE_TEAM_WORK)
@@ -675,14 +672,13 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
     M, B, m, p = models, batch_size, width, input_dim
     if path == "sparse":       # one unit set for both ways (one fit), each way's own non-zero
         macs = (2 * M + 1) * B * entries * m
-        if inputs == "stamps":
-            stamp = entries / 2
-            rows, macs = _distinct(max(1.0, p / stamp), 2 * B) * stamp, {"stamp": macs, "entry": 0.0}
-        else:
-            rows, macs = _distinct(p, B * entries), {"stamp": 0.0, "entry": macs}
-        return {"step": 1.0, "model": M, "unit": M * B * m, **macs, "weights": M * m * rows,
-                "pixel": B * entries, "scan": p if inputs == "images" else 0.0,
-                "render": B * entries if inputs == "images" else 0.0}
+        stamps, stamp = inputs == "stamps", entries / 2
+        rows = (_distinct(max(1.0, p / stamp), 2 * B) * stamp if stamps
+                else _distinct(p, B * entries))
+        return {"step": 1.0, "model": M, "unit": M * B * m, "weights": M * m * rows,
+                "stamp": macs if stamps else 0.0, "entry": 0.0 if stamps else macs,
+                "pixel": B * entries, "scan": 0.0 if stamps else p,
+                "render": 0.0 if stamps else B * entries}
     if path == "dense":
         return {"step": 1.0, "model": M, "unit": M * B * m, "input": M * B * p,
                 "weights": M * p * m, "gemm": M * (2 if inputs == "symbols" else 3) * B * p * m,
