@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""GPU benchmark: SGD model-steps per second of a 64-model ensemble, and roofline fractions.
+"""GPU benchmark: SGD model-steps per second of 1-, 16- and 64-model ensembles, and roofline.
 
 Measured side by side in one run, best of ``--repeats``, on one GPU:
 
 * fastsd ``backend="cuda"``, dense path (batched cuBLAS GEMMs through CuPy,
   Numba-CUDA fused kernels), batches drawn on the device;
 * fastsd ``backend="cuda"``, symbol-basis path, batches on the device;
-* PyTorch CUDA eager: the 64 models' losses in a Python loop, one backward
+* PyTorch CUDA eager: the M models' losses in a Python loop, one backward
   of their sum, one SGD step over all parameters;
 * PyTorch ``torch.func``: ``vmap(grad(loss))`` over the stacked ensemble.
 
@@ -46,7 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [ROOT, HERE]
 
-D, WIDTH, BATCH, L_SYMBOLS, MODELS = 256, 1024, 128, 16, 64
+D, WIDTH, BATCH, L_SYMBOLS = 256, 1024, 128, 16
+MODELS = (1, 16, 64)
 GAMMA, ALPHA0 = 1.0, 0.1
 # FP32 lanes per SM by compute capability (CUDA C programming guide, arithmetic throughput)
 FP32_LANES = {(7, 0): 64, (8, 0): 64, (9, 0): 128}
@@ -109,24 +110,24 @@ def software_info():
 
 
 # ---------------------------------------------------------------- fastsd ---
-def fastsd_engine(path):
-    """A fastsd CUDA engine of MODELS models, as ``train_ensemble`` builds it."""
+def fastsd_engine(path, M):
+    """A fastsd CUDA engine of M models, as ``train_ensemble`` builds it."""
     import fastsd
     from fastsd import _philox
     from fastsd._rng import train_streams
     from fastsd.mlp import _cuda
     from fastsd.mlp.model import init_params
     task = fastsd.SameDifferent(d=D, L=L_SYMBOLS, seed=0)
-    streams = [train_streams(k) for k in range(MODELS)]
+    streams = [train_streams(k) for k in range(M)]
     params = [init_params(st["init"], WIDTH, 2 * D) for st in streams]
-    keys = [[_philox.keys([k])[0], _philox.keys([k + 1000])[0]] for k in range(MODELS)]
+    keys = [[_philox.keys([k])[0], _philox.keys([k + 1000])[0]] for k in range(M)]
     cls = _cuda.DenseEngine if path == "dense" else _cuda.SymbolEngine
-    return cls([task] * MODELS, params, [task.output_scale(GAMMA)] * MODELS,
-               [task.learning_rate(GAMMA, ALPHA0)] * MODELS, "float32", device_keys=keys)
+    return cls([task] * M, params, [task.output_scale(GAMMA)] * M,
+               [task.learning_rate(GAMMA, ALPHA0)] * M, "float32", device_keys=keys)
 
 
-def fastsd_runner(path):
-    eng = fastsd_engine(path)
+def fastsd_runner(path, M):
+    eng = fastsd_engine(path, M)
     info = {"path": path}
 
     def run(n):
@@ -167,15 +168,15 @@ def roofline(eng, reps=50):
 
 
 # ----------------------------------------------------------------- torch ---
-def torch_setup():
+def torch_setup(M):
     import torch
     dev = torch.device("cuda")
     g = torch.Generator(device="cpu").manual_seed(0)
     p = 2 * D
     S = (torch.randn(L_SYMBOLS, D, generator=g) / math.sqrt(D)).to(dev)
-    W0 = (torch.randn(MODELS, WIDTH, p, generator=g) / math.sqrt(WIDTH)).to(dev)
-    a0 = (torch.randn(MODELS, WIDTH, generator=g) / math.sqrt(WIDTH)).to(dev)
-    y = torch.zeros(MODELS, BATCH, device=dev)
+    W0 = (torch.randn(M, WIDTH, p, generator=g) / math.sqrt(WIDTH)).to(dev)
+    a0 = (torch.randn(M, WIDTH, generator=g) / math.sqrt(WIDTH)).to(dev)
+    y = torch.zeros(M, BATCH, device=dev)
     y[:, : BATCH // 2] = 1.0
     scale = 1.0 / (GAMMA * math.sqrt(D))
     lr = GAMMA**2 * D * ALPHA0
@@ -183,16 +184,17 @@ def torch_setup():
 
 
 def _torch_batch(torch, dev, S, y):
-    u = torch.randint(0, L_SYMBOLS, (MODELS, BATCH), device=dev)
-    off = torch.randint(1, L_SYMBOLS, (MODELS, BATCH), device=dev)
+    M = y.shape[0]
+    u = torch.randint(0, L_SYMBOLS, (M, BATCH), device=dev)
+    off = torch.randint(1, L_SYMBOLS, (M, BATCH), device=dev)
     v = torch.where(y > 0.5, u, (u + off) % L_SYMBOLS)
     return torch.cat([S[u], S[v]], dim=2)            # (M, B, p)
 
 
-def torch_eager_runner():
-    torch, dev, S, W0, a0, y, scale, lr = torch_setup()
-    Ws = [W0[k].clone().requires_grad_(True) for k in range(MODELS)]
-    As = [a0[k].clone().requires_grad_(True) for k in range(MODELS)]
+def torch_eager_runner(M):
+    torch, dev, S, W0, a0, y, scale, lr = torch_setup(M)
+    Ws = [W0[k].clone().requires_grad_(True) for k in range(M)]
+    As = [a0[k].clone().requires_grad_(True) for k in range(M)]
     opt = torch.optim.SGD(Ws + As, lr=lr)
     bce = torch.nn.functional.binary_cross_entropy_with_logits
 
@@ -200,7 +202,7 @@ def torch_eager_runner():
         X = _torch_batch(torch, dev, S, y)
         opt.zero_grad(set_to_none=True)
         total = 0.0
-        for k in range(MODELS):
+        for k in range(M):
             f = (torch.relu(X[k] @ Ws[k].T) @ As[k] - torch.relu(X[k] @ W0[k].T) @ a0[k]) * scale
             total = total + bce(f, y[k])
         total.backward()
@@ -210,8 +212,8 @@ def torch_eager_runner():
     return _torch_run(torch, step)
 
 
-def torch_vmap_runner():
-    torch, dev, S, W0, a0, y, scale, lr = torch_setup()
+def torch_vmap_runner(M):
+    torch, dev, S, W0, a0, y, scale, lr = torch_setup(M)
     from torch.func import grad, vmap
     W, a = W0.clone(), a0.clone()
     bce = torch.nn.functional.binary_cross_entropy_with_logits
@@ -257,12 +259,68 @@ def calibrate(run, target_s, max_steps):
         n *= 4
 
 
+def measure(M, repeats, target):
+    """The four methods' rows for an ensemble of M models, interleaved, best of ``repeats``."""
+    methods = [("fastsd cuda dense", lambda: fastsd_runner("dense", M)),
+               ("fastsd cuda symbol", lambda: fastsd_runner("symbol", M)),
+               ("torch eager", lambda: torch_eager_runner(M)),
+               ("torch.func vmap", lambda: torch_vmap_runner(M))]
+    runners, errors = {}, {}
+    for name, make in methods:
+        try:
+            run, info, eng = make()
+            n = calibrate(run, target, 20000)
+            runners[name] = (run, info, eng, n)
+        except Exception as exc:  # noqa: BLE001 - a missing peer is reported, not fatal
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    best = {name: math.inf for name in runners}
+    for _ in range(repeats):                         # interleaved, best of repeats
+        for name, (run, info, eng, n) in runners.items():
+            best[name] = min(best[name], run(n) / n)
+    rows = []
+    for name, (run, info, eng, n) in runners.items():
+        rows.append(dict(method=name, models=M, steps=n, seconds_per_step=best[name],
+                         model_steps_per_s=M / best[name], **info))
+    for name, err in errors.items():
+        rows.append(dict(method=name, models=M, error=err))
+    for r in rows:
+        for peer, key in PEERS.items():
+            p = next((q for q in rows if q["method"] == peer and "error" not in q), None)
+            if p is not None and "error" not in r:
+                r[key] = r["model_steps_per_s"] / p["model_steps_per_s"]
+    return rows, runners
+
+
+def attach_roofline(ours, eng, dev):
+    """Add the dense path's GEMM and fused-kernel fractions of the peaks to its row."""
+    roof = roofline(eng)
+    for peak_name, key in (("attr", "peak_fp32_flops_attr"),
+                           ("measured", "measured_sgemm_flops")):
+        if dev.get(key):
+            roof[f"gemm_fraction_of_peak_{peak_name}"] = roof["gemm_flops_per_s"] / dev[key]
+    for peak_name, key in (("attr", "peak_bandwidth_attr"),
+                           ("measured", "measured_copy_bandwidth")):
+        if dev.get(key):
+            roof[f"fused_fraction_of_peak_{peak_name}"] = roof["fused_bytes_per_s"] / dev[key]
+    ours["roofline"] = roof
+    print(f"  M={ours['models']}: dense GEMMs {roof['gemm_flops_per_s'] / 1e12:.1f} TFLOP/s = "
+          f"{roof.get('gemm_fraction_of_peak_attr', float('nan')):.2f} of the FP32 peak, "
+          f"{roof.get('gemm_fraction_of_peak_measured', float('nan')):.2f} of a large SGEMM; "
+          f"fused kernels {roof['fused_bytes_per_s'] / 1e9:.0f} GB/s = "
+          f"{roof.get('fused_fraction_of_peak_attr', float('nan')):.2f} of peak bandwidth, "
+          f"{roof.get('fused_fraction_of_peak_measured', float('nan')):.2f} of a D2D copy")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(HERE, "out", "bench_gpu.jsonl"))
+    ap.add_argument("--models", type=int, nargs="+", default=list(MODELS),
+                    help="ensemble sizes (default: 1 16 64)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--target", type=float, default=1.0, help="seconds per measurement")
     args = ap.parse_args(argv)
+    if min(args.models) < 1 or args.repeats < 1 or not args.target > 0:
+        ap.error("--models and --repeats must be >= 1 and --target > 0")
 
     run_id = uuid.uuid4().hex[:8]
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -274,69 +332,29 @@ def main(argv=None):
                                software=software_info())])
         return 3
     dev = device_info()
-    methods = [("fastsd cuda dense", lambda: fastsd_runner("dense")),
-               ("fastsd cuda symbol", lambda: fastsd_runner("symbol")),
-               ("torch eager", torch_eager_runner),
-               ("torch.func vmap", torch_vmap_runner)]
-    runners, errors = {}, {}
-    for name, make in methods:
-        try:
-            run, info, eng = make()
-            n = calibrate(run, args.target, 20000)
-            runners[name] = (run, info, eng, n)
-        except Exception as exc:  # noqa: BLE001 - a missing peer is reported, not fatal
-            errors[name] = f"{type(exc).__name__}: {exc}"
-    best = {name: math.inf for name in runners}
-    for _ in range(args.repeats):                    # interleaved, best of repeats
-        for name, (run, info, eng, n) in runners.items():
-            best[name] = min(best[name], run(n) / n)
-    rows = []
-    for name, (run, info, eng, n) in runners.items():
-        rows.append(dict(method=name, steps=n, seconds_per_step=best[name],
-                         model_steps_per_s=MODELS / best[name], **info))
-    for name, err in errors.items():
-        rows.append(dict(method=name, error=err))
-    ours = next((r for r in rows if r["method"] == "fastsd cuda dense" and "error" not in r), None)
-    for r in rows:
-        for peer, key in PEERS.items():
-            p = next((q for q in rows if q["method"] == peer and "error" not in q), None)
-            if p is not None and "error" not in r:
-                r[key] = r["model_steps_per_s"] / p["model_steps_per_s"]
-    if ours is not None:
-        roof = roofline(runners["fastsd cuda dense"][2])
-        for peak_name, key in (("attr", "peak_fp32_flops_attr"),
-                               ("measured", "measured_sgemm_flops")):
-            if dev.get(key):
-                roof[f"gemm_fraction_of_peak_{peak_name}"] = roof["gemm_flops_per_s"] / dev[key]
-        for peak_name, key in (("attr", "peak_bandwidth_attr"),
-                               ("measured", "measured_copy_bandwidth")):
-            if dev.get(key):
-                roof[f"fused_fraction_of_peak_{peak_name}"] = roof["fused_bytes_per_s"] / dev[key]
-        ours["roofline"] = roof
-
-    print(f"{dev['name']} (cc {dev['compute_capability']}, {dev['sms']} SMs); "
-          f"{MODELS} models, d={D}, m={WIDTH}, B={BATCH}, L={L_SYMBOLS}, float32, "
-          f"best of {args.repeats}")
-    print(f"{'method':<22}{'model-steps/s':>15}{'vs eager':>10}{'vs vmap':>10}")
-    for r in rows:
-        if "error" in r:
-            print(f"{r['method']:<22}  unavailable: {r['error']}")
-            continue
-        print(f"{r['method']:<22}{r['model_steps_per_s']:>15.0f}"
-              + "".join(f"{r.get(key, float('nan')):>10.2f}" for key in PEERS.values()))
-    if ours is not None:
-        roof = ours["roofline"]
-        print(f"dense GEMMs: {roof['gemm_flops_per_s'] / 1e12:.1f} TFLOP/s = "
-              f"{roof.get('gemm_fraction_of_peak_attr', float('nan')):.2f} of the FP32 peak, "
-              f"{roof.get('gemm_fraction_of_peak_measured', float('nan')):.2f} of a large SGEMM")
-        print(f"fused kernels: {roof['fused_bytes_per_s'] / 1e9:.0f} GB/s = "
-              f"{roof.get('fused_fraction_of_peak_attr', float('nan')):.2f} of peak bandwidth, "
-              f"{roof.get('fused_fraction_of_peak_measured', float('nan')):.2f} of a D2D copy")
     sw = software_info()
-    _write(args.out, [dict(bench="bench_gpu", run_id=run_id, time=stamp, device=dev, software=sw,
-                           models=MODELS, d=D, width=WIDTH, batch_size=BATCH, L=L_SYMBOLS,
-                           repeats=args.repeats, **r) for r in rows])
-    print(f"wrote {len(rows)} JSON lines to {args.out} (run_id {run_id})")
+    print(f"{dev['name']} (cc {dev['compute_capability']}, {dev['sms']} SMs); d={D}, m={WIDTH}, "
+          f"B={BATCH}, L={L_SYMBOLS}, float32, best of {args.repeats}; measured SGEMM "
+          f"{dev['measured_sgemm_flops'] / 1e12:.1f} TFLOP/s, copy "
+          f"{dev['measured_copy_bandwidth'] / 1e9:.0f} GB/s", flush=True)
+    print(f"{'models':>6}  {'method':<22}{'model-steps/s':>15}{'vs eager':>10}{'vs vmap':>10}")
+    for M in args.models:
+        rows, runners = measure(M, args.repeats, args.target)
+        for r in rows:
+            if "error" in r:
+                print(f"{M:>6}  {r['method']:<22}  unavailable: {r['error']}")
+                continue
+            print(f"{M:>6}  {r['method']:<22}{r['model_steps_per_s']:>15.0f}"
+                  + "".join(f"{r.get(key, float('nan')):>10.2f}" for key in PEERS.values()))
+        ours = next((r for r in rows if r["method"] == "fastsd cuda dense" and "error" not in r),
+                    None)
+        if ours is not None:
+            attach_roofline(ours, runners["fastsd cuda dense"][2], dev)
+        sys.stdout.flush()
+        _write(args.out, [dict(bench="bench_gpu", run_id=run_id, time=stamp, device=dev,
+                               software=sw, d=D, width=WIDTH, batch_size=BATCH, L=L_SYMBOLS,
+                               repeats=args.repeats, **r) for r in rows])
+    print(f"appended JSON lines to {args.out} (run_id {run_id})")
     return 0
 
 

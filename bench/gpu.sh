@@ -4,26 +4,32 @@
 #   OUT=/some/dir bash bench/gpu.sh        # default OUT: bench/out/gpu-<UTC time>
 #
 # From the repository root's parent or anywhere: it cds to the repository.
-# Steps, each under a timeout taken from one overall budget (BUDGET_S, default 540 s):
+# Steps, each under a timeout taken from one overall budget (BUDGET_S, default 540 s); ONLY="a b"
+# runs only the named steps (env always runs): tests bench fig1c fig1c-full fig3 lazy-kron.
 #   1. environment: nvidia-smi, python, numpy/numba/cupy/numba-cuda/torch, what sees a GPU
 #      -> $OUT/gpu_env.json;
 #   2. if CuPy or Numba-CUDA is missing: pip install from local wheels ($WHEELS, default
 #      ./wheels) with --no-index, then (short timeout) from the index; the outcome is logged
 #      and a missing package is reported, never silently skipped (SKIP_INSTALL=1: no pip);
-#   3. the CUDA tests on the device (NUMBA_ENABLE_CUDASIM=0: tests/test_cuda.py, and the
+#   3. tests: the CUDA tests on the device (NUMBA_ENABLE_CUDASIM=0: tests/test_cuda.py, and the
 #      "cuda" cases of the walkers' and the backend registry's tests, whose walker loop is
 #      shared with the CPU through _jitcache.jitable) -> $OUT/gpu_tests.log;
-#   4. bench/bench_gpu.py (64-model ensemble, d=256, m=1024: model-steps/s against PyTorch
-#      CUDA eager and torch.func vmap, roofline fractions) -> $OUT/bench_gpu.jsonl, .txt;
-#   5. Fig. 1c quick on backend "cuda" (and, beside it in the background, on "cpu" for the
-#      comparison) -> $OUT/fig1c-{cuda,cpu}.json and their records;
-#   6. the full Fig. 1c (180 cells x 25k steps) on "cuda" with its wall time, in what is left
-#      of the budget (FULL_FIG1C=0 skips it) -> $OUT/fig1c-full-cuda.json;
-#   6b. the exact lazy limit's flow by solver "kron" on "cuda" at L = 2048 and 4096 (d = 256,
-#      25k steps: issue 17's GPU timings), in what is left (LAZY_KRON=0 skips it)
-#      -> $OUT/bench_kron_cuda.txt, .jsonl;
-#   7. $OUT/gpu_summary.json: each step's exit status and time, what was missing, and the
+#   4. bench: bench/bench_gpu.py (1-, 16- and 64-model ensembles, d=256, m=1024: model-steps/s
+#      against PyTorch CUDA eager and torch.func vmap, roofline fractions)
+#      -> $OUT/bench_gpu.jsonl, .txt;
+#   5. fig1c: Fig. 1c quick on backend "cuda" (and, beside it in the background, on "cpu" for
+#      the comparison) -> $OUT/fig1c-{cuda,cpu}.json and their records;
+#   6. fig1c-full: the full Fig. 1c (180 cells x 25k steps) on "cuda" with its wall time
+#      -> $OUT/fig1c-full-cuda.json;
+#   7. lazy-kron: the exact lazy limit's flow by solver "kron" on "cuda" at L = 2048 and 4096
+#      (d = 256, 25k steps: issue 17's GPU timings) -> $OUT/bench_kron_cuda.txt, .jsonl;
+#   8. fig3: one Fig. 3 cell on the sparse path (6 gammas; PSVRT 5 x 5 and Pentomino width 8)
+#      on "cuda", and beside it in the background on "cpu" (bench/gpu_fig3_cell.py)
+#      -> $OUT/gpu_fig3_cell.jsonl;
+#   9. $OUT/gpu_summary.json: each step's exit status and time, what was missing, and the
 #      cuda-vs-cpu Fig. 1c table differences.
+# The host-side comparisons run beside the GPU's on CPU_THREADS threads each (default: a
+# third of the cores), so that the process driving the GPU keeps cores of its own.
 set -u
 set -f   # no globbing: package names like numba-cuda[cu12] pass through as written
 cd "$(dirname "$0")/.." || exit 1
@@ -37,6 +43,9 @@ START=$(date +%s)
 export NUMBA_ENABLE_CUDASIM=0
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 STEPS="$OUT/steps.tsv"
+ONLY=${ONLY:-}
+CPU_THREADS=${CPU_THREADS:-$(( $(nproc) / 3 > 1 ? $(nproc) / 3 : 1 ))}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 : > "$STEPS"
 
 left() {   # seconds left in the budget, capped at $1, at least 5
@@ -141,12 +150,17 @@ PyTorch peers still run" | tee -a "$OUT/session.log"
 fi
 
 # -- 3. the CUDA tests on the device ----------------------------------------------------------
-step tests 150 "$OUT/gpu_tests.log" "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_cuda.py
-step tests-shared 90 "$OUT/gpu_tests_shared.log" "$PY" -m pytest -q -p no:cacheprovider -rs \
-    -k cuda tests/test_walkers.py tests/test_backend_registry.py tests/test_kernels_backends.py
+if want tests; then
+    # faulthandler_timeout: a test that hangs prints every thread's stack before the step's timeout
+    step tests 150 "$OUT/gpu_tests.log" "$PY" -m pytest -q -p no:cacheprovider -rs \
+        -o faulthandler_timeout=50 tests/test_cuda.py
+    step tests-shared 90 "$OUT/gpu_tests_shared.log" "$PY" -m pytest -v -p no:cacheprovider -rs \
+        -o faulthandler_timeout=40 -k cuda tests/test_walkers.py tests/test_backend_registry.py tests/test_kernels_backends.py
+fi
 
 # -- 4. benchmark ----------------------------------------------------------------------------
-step bench 180 "$OUT/bench_gpu.txt" "$PY" bench/bench_gpu.py --out "$OUT/bench_gpu.jsonl"
+want bench && step bench 120 "$OUT/bench_gpu.txt" "$PY" bench/bench_gpu.py --models 1 16 64 \
+    --target 0.5 --out "$OUT/bench_gpu.jsonl"
 
 # -- 5. Fig. 1c quick on cuda, and on cpu beside it ------------------------------------------
 fig1c() {   # fig1c BACKEND: the Fig. 1c quick preset through the reproduce CLI
@@ -154,24 +168,35 @@ fig1c() {   # fig1c BACKEND: the Fig. 1c quick preset through the reproduce CLI
 }
 export -f fig1c
 export PY OUT
-( export NUMBA_NUM_THREADS=$(( $(nproc) > 4 ? $(nproc) - 2 : 2 ))
-  step fig1c-cpu 170 "$OUT/fig1c-cpu.json" bash -c 'fig1c cpu' > /dev/null ) &
-CPU_JOB=$!
-step fig1c-cuda 150 "$OUT/fig1c-cuda.json" bash -c 'fig1c cuda'
-wait "$CPU_JOB"
+if want fig1c; then
+    ( export NUMBA_NUM_THREADS=$CPU_THREADS
+      step fig1c-cpu 170 "$OUT/fig1c-cpu.json" bash -c 'fig1c cpu' > /dev/null ) &
+    CPU_JOB=$!
+    step fig1c-cuda 150 "$OUT/fig1c-cuda.json" bash -c 'fig1c cuda'
+    wait "$CPU_JOB"
+fi
 
 # -- 6. the full Fig. 1c on cuda ---------------------------------------------------------------
-if [ "${FULL_FIG1C:-1}" = 1 ]; then
-    step fig1c-full-cuda 240 "$OUT/fig1c-full-cuda.json" "$PY" -m fastsd reproduce fig1c --json \
-        --quiet --backend cuda --out "$OUT/fig1c-full-cuda"
+want fig1c-full && step fig1c-full-cuda 240 "$OUT/fig1c-full-cuda.json" "$PY" -m fastsd \
+    reproduce fig1c --json --quiet --backend cuda --out "$OUT/fig1c-full-cuda"
+
+# -- 7. the lazy limit's Kronecker flow on cuda -------------------------------------------------
+want lazy-kron && step lazy-kron-cuda 120 "$OUT/bench_kron_cuda.txt" "$PY" bench/bench_kron.py \
+    --backend cuda --L 2048 4096 --dense-max-L 0 --product-L --estimate-L \
+    --out "$OUT/bench_kron_cuda.jsonl"
+
+# -- 8. one Fig. 3 cell on the sparse path, cuda and (beside it) cpu ---------------------------
+if want fig3; then
+    ( export NUMBA_NUM_THREADS=$CPU_THREADS
+      step fig3-cpu 150 "$OUT/gpu_fig3_cell_cpu.txt" "$PY" bench/gpu_fig3_cell.py \
+          --backends cpu --out "$OUT/gpu_fig3_cell.jsonl" > /dev/null ) &
+    CPU_JOB=$!
+    step fig3-cuda 120 "$OUT/gpu_fig3_cell_cuda.txt" "$PY" bench/gpu_fig3_cell.py \
+        --backends cuda --out "$OUT/gpu_fig3_cell.jsonl"
+    wait "$CPU_JOB"
 fi
 
-if [ "${LAZY_KRON:-1}" = 1 ]; then
-    step lazy-kron-cuda 120 "$OUT/bench_kron_cuda.txt" "$PY" bench/bench_kron.py --backend cuda \
-        --L 2048 4096 --dense-max-L 0 --product-L --estimate-L --out "$OUT/bench_kron_cuda.jsonl"
-fi
-
-# -- 7. summary --------------------------------------------------------------------------------
+# -- 9. summary --------------------------------------------------------------------------------
 timeout 30 "$PY" - "$OUT" "$START" "$MISSING" <<'EOF' | tee "$OUT/gpu_summary.txt"
 import json, math, os, sys, time
 out, start, missing = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
@@ -191,7 +216,7 @@ def last_json(path):
 bench = os.path.join(out, "bench_gpu.jsonl")
 if os.path.exists(bench):
     rows = [json.loads(l) for l in open(bench)]
-    summary["bench"] = [{k: r.get(k) for k in ("method", "model_steps_per_s",
+    summary["bench"] = [{k: r.get(k) for k in ("method", "models", "model_steps_per_s",
                          "speedup_vs_torch_eager", "speedup_vs_torch_vmap", "roofline", "error")}
                         for r in rows]
 tabs = {b: last_json(os.path.join(out, f"fig1c-{b}.json")) for b in ("cuda", "cpu")}

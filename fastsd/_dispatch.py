@@ -19,6 +19,7 @@ the backends it has (a module each in its package: ``_reference``, ``_cpu``,
 Entry points call ``Family.load(backend)``; the tests run one body over
 ``Family.available()`` against the reference.
 """
+import functools
 import importlib
 import importlib.util
 import os
@@ -118,6 +119,60 @@ def numba_cuda_available():
         return False
 
 
+@functools.cache
+def numba_cuda_compile_error():
+    """Why Numba-CUDA cannot compile and launch a kernel on the GPU it sees, or None.
+
+    A visible GPU is not enough: compiling needs Numba-CUDA's own modules, NVVM and
+    libdevice, and they can break where the driver works (seen: numba-cuda 0.30.4 under
+    NumPy 2.5 fails at its first compile, ``np.row_stack`` being gone). So one
+    one-thread kernel is compiled and launched, once a process. None under the simulator,
+    which compiles nothing.
+    """
+    if cuda_simulator():
+        return None
+    try:
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def _probe(x):
+            x[0] += 1.0
+
+        x = cuda.to_device(np.zeros(1))
+        _probe[1, 1](x)
+        if x.copy_to_host()[0] != 1.0:
+            return "a one-thread probe kernel ran but did not write its result"
+    except Exception as exc:    # any failure to compile or launch: the reason is the message
+        versions = ", ".join(f"{name} {_version(name)}"
+                             for name in ("numba", "numba-cuda", "numpy"))
+        return f"{type(exc).__name__}: {exc} ({versions})"
+    return None
+
+
+def _version(dist):
+    from importlib import metadata
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def quiet_low_occupancy():
+    """Silence Numba-CUDA's "Grid size N will likely result in GPU under-utilization" warning.
+
+    fastsd's kernels launch one block per (model, row) or per model, so a small ensemble's
+    grid is small by design; the warning (one per kernel and grid size) reached users of
+    ``fastsd reproduce --backend cuda`` as "fastsd: warning: Grid size 1 ..." and said nothing
+    they could act on. Only that message of ``NumbaPerformanceWarning`` is filtered.
+    """
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+    warnings.filterwarnings("ignore", message=r"(\x1b\[1m)?Grid size \d+ will likely result in GPU "
+                            "under-utilization", category=NumbaPerformanceWarning)
+
+
 def cupy_available():
     """True when CuPy imports and sees at least one GPU."""
     if importlib.util.find_spec("cupy") is None:
@@ -135,6 +190,11 @@ def cuda_unavailable_reason(needs_cupy=False):
         return ("backend 'cuda' needs an NVIDIA GPU with a working driver and Numba-CUDA, and "
                 "none was found; fix: run on a GPU machine after `pip install -e '.[gpu]'` in "
                 "the fastsd checkout, or use backend='cpu'")
+    error = numba_cuda_compile_error()
+    if error is not None:
+        return ("backend 'cuda' needs Numba-CUDA to compile kernels, and it sees a GPU but "
+                f"cannot: {error}; fix: `pip install -e '.[gpu]'` in the fastsd checkout "
+                "(it installs versions that work together), or use backend='cpu'")
     if needs_cupy and not cupy_available():
         return ("backend 'cuda' needs CuPy and a GPU for its GEMMs, and "
                 + ("CuPy is not installed" if importlib.util.find_spec("cupy") is None

@@ -101,3 +101,64 @@ def test_a_family_refuses_a_backend_it_does_not_have():
     assert only.resolve("numpy") == "numpy" and only.available() == ["numpy"]
     with pytest.raises(ValueError, match="`backend` must be one of 'auto', 'numpy'; got 'cpu'"):
         only.resolve("cpu")
+
+
+def test_a_gpu_numba_cuda_cannot_compile_for_is_unavailable(monkeypatch):
+    """Seen on a real H200: numba-cuda 0.30.4 under NumPy 2.5 sees the GPU but fails at its
+    first compile (``np.row_stack`` is gone). "cuda" must then be unavailable with that
+    reason, and "auto" fall back to "cpu", instead of every cell failing after it starts."""
+    from numba import cuda
+
+    from fastsd import _dispatch
+    from fastsd.exceptions import BackendUnavailableError
+
+    def broken_jit(*args, **kwargs):
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    monkeypatch.setattr(_dispatch, "cuda_simulator", lambda: False)
+    monkeypatch.setattr(cuda, "jit", broken_jit)
+    error = _dispatch.numba_cuda_compile_error.__wrapped__()
+    assert "AttributeError: module 'numpy' has no attribute 'row_stack'" in error
+    assert "numba-cuda" in error and "numpy" in error
+
+    monkeypatch.setattr(_dispatch, "numba_cuda_available", lambda: True)
+    monkeypatch.setattr(_dispatch, "numba_cuda_compile_error", lambda: error)
+    monkeypatch.setattr(_dispatch, "cupy_available", lambda: True)
+    reason = _dispatch.cuda_unavailable_reason(needs_cupy=True)
+    assert "cannot" in reason and "row_stack" in reason and "backend='cpu'" in reason
+    assert _dispatch.resolve_backend("auto", needs_cupy=True) == "cpu"
+    with pytest.raises(BackendUnavailableError, match="row_stack"):
+        _dispatch.resolve_backend("cuda")
+
+
+def test_the_compile_probe_passes_where_numba_cuda_works():
+    """Under the simulator nothing is compiled; on a GPU the probe kernel must run."""
+    from fastsd import _dispatch
+    if _dispatch.cuda_simulator() or _dispatch.numba_cuda_available():
+        assert _dispatch.numba_cuda_compile_error() is None
+    else:
+        pytest.skip("no GPU and no simulator: the probe is not reached")
+
+
+def test_low_occupancy_warnings_do_not_reach_users():
+    """Seen on a real H200: every small grid printed "fastsd: warning: Grid size 1 will likely
+    result in GPU under-utilization ..." under ``fastsd reproduce --backend cuda``. The cuda
+    modules call ``quiet_low_occupancy`` when imported (pytest restores the filters after each
+    test, so it is called here); that message, as Numba-CUDA words it (in bold), is then
+    silent, and other performance warnings are not."""
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    from fastsd import _dispatch
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _dispatch.quiet_low_occupancy()
+        warnings.warn(NumbaPerformanceWarning("\x1b[1mGrid size 72 will likely result in GPU "
+                                              "under-utilization due to low occupancy.\x1b[0m"))
+        warnings.warn(NumbaPerformanceWarning("Grid size 1 will likely result in GPU "
+                                              "under-utilization due to low occupancy."))
+        warnings.warn(NumbaPerformanceWarning("Host array used in CUDA kernel will incur copy "
+                                              "overhead to/from device."))
+    assert [str(w.message) for w in seen] == [
+        "Host array used in CUDA kernel will incur copy overhead to/from device."]

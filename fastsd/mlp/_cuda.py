@@ -55,10 +55,12 @@ import math
 import numpy as np
 from numba import cuda
 
-from .. import _numerics, _philox
+from .. import _dispatch, _numerics, _philox
 from .._dispatch import cuda_simulator
 from .._philox import NormalStream
 from .model import Params
+
+_dispatch.quiet_low_occupancy()
 
 #: Threads per block on a GPU (one block per row of m hidden units).
 GPU_THREADS = 128

@@ -13,7 +13,10 @@ the kernels run on Numba's CPU simulator (tests without a GPU).
 import numpy as np
 from numba import cuda
 
+from .. import _dispatch
 from . import _cpu, _reference
+
+_dispatch.quiet_low_occupancy()
 
 THREADS_PER_BLOCK = 128
 # ``_cpu.walk`` and the functions it calls are ``_jitcache.jitable``: Numba-CUDA
