@@ -6,10 +6,22 @@ sgemm or dgemm (the library ``fastsd._gemm`` and NumPy's float GEMMs use), passe
 kernel as an integer, and ``gemm`` calls it there. The address is an argument, not a
 constant of the compiled code, so the kernels stay in Numba's on-disk cache. The calls
 run on the calling thread: BLAS's own threads are held at one by ``_threads.compute``.
+
+Fortran passes every argument by reference. The call is built by one intrinsic,
+``_gemm_call``, that owns all of that memory for the whole call: the flags, sizes, leading
+dimensions and the scalars alpha and beta are stored in stack slots of the calling function
+(allocated in its entry block, alive until it returns), and the matrices' data pointers are
+read from the arrays themselves, which the intrinsic takes as arguments and the caller holds
+across the call. (An earlier version put the by-reference arguments in small NumPy arrays
+made inside the compiled function and passed their ``.ctypes.data`` integers: an integer does
+not keep an array alive, Numba freed the flags and scalars before the call read them, and
+under an allocator that overwrites freed memory BLAS refused the call and left ``out``
+unwritten, with no error.)
 """
 import llvmlite.ir as ir
 import numpy as np
 from numba import types
+from numba.core import cgutils
 from numba.extending import get_cython_function_address, intrinsic, register_jitable
 
 
@@ -19,16 +31,55 @@ def address(dtype):
     return get_cython_function_address("scipy.linalg.cython_blas", name)
 
 
+#: Fortran's transpose flags, as the character codes ?gemm reads.
+_N, _T = 78, 84
+
+
 @intrinsic
-def _call(typingctx, fn, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13):
-    """Call the function at address ``fn`` with 13 pointer arguments (Fortran ?gemm's)."""
-    sig = types.void(fn, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13)
+def _gemm_call(typingctx, fn, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """Fortran ?gemm at address ``fn``: C = alpha op(A) op(B) + beta C, column-major.
+
+    ``transa``, ``transb`` are character codes (``_N``, ``_T``); m, n, k and the leading
+    dimensions integers; alpha and beta numbers, cast to the matrices' dtype; a, b, c
+    arrays of one float dtype (float32 for sgemm's address, float64 for dgemm's). Every
+    by-reference argument points into a stack slot of the caller's frame or into one of
+    the three arrays: nothing the call reads can be freed before it returns.
+    """
+    arrays = (a, b, c)
+    if not all(isinstance(x, types.Array) for x in arrays):
+        return None
+    if not (a.dtype == b.dtype == c.dtype) or c.dtype not in (types.float32, types.float64):
+        return None
+    integers = (fn, transa, transb, m, n, k, lda, ldb, ldc)
+    if not all(isinstance(x, types.Integer) for x in integers):
+        return None
+    if not all(isinstance(x, (types.Float, types.Integer)) for x in (alpha, beta)):
+        return None
+    sig = types.void(fn, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 
     def codegen(context, builder, signature, values):
         vp = ir.IntType(8).as_pointer()
+        tys = signature.args
+
+        def by_reference(i, target):
+            """A stack slot holding argument i cast to ``target``, as a void pointer."""
+            slot = cgutils.alloca_once(builder, context.get_value_type(target))
+            builder.store(context.cast(builder, values[i], tys[i], target), slot)
+            return builder.bitcast(slot, vp)
+
+        def data(i):
+            """Argument i's data pointer (the first element of the array's view)."""
+            array = context.make_array(tys[i])(context, builder, values[i])
+            return builder.bitcast(array.data, vp)
+
+        dtype = tys[12].dtype
+        args = [by_reference(1, types.uint8), by_reference(2, types.uint8),
+                by_reference(3, types.int32), by_reference(4, types.int32),
+                by_reference(5, types.int32), by_reference(6, dtype), data(7),
+                by_reference(8, types.int32), data(9), by_reference(10, types.int32),
+                by_reference(11, dtype), data(12), by_reference(13, types.int32)]
         fnty = ir.FunctionType(ir.VoidType(), [vp] * 13)
-        f = builder.inttoptr(values[0], fnty.as_pointer())
-        builder.call(f, [builder.inttoptr(v, vp) for v in values[1:]])
+        builder.call(builder.inttoptr(values[0], fnty.as_pointer()), args)
         return context.get_dummy_value()
     return sig, codegen
 
@@ -45,14 +96,5 @@ def gemm(fn, trans_a, out, a, b, alpha, beta):
     inner = b.shape[0]
     size = out.itemsize
     # row-major out = op(a) b is column-major out^T = b^T op(a)^T: b^T is b's memory as is
-    ints = np.empty(6, np.int32)
-    ints[0], ints[1], ints[2] = cols, rows, inner
-    ints[3], ints[4], ints[5] = b.strides[0] // size, a.strides[0] // size, out.strides[0] // size
-    scalars = np.empty(2, out.dtype)
-    scalars[0], scalars[1] = alpha, beta
-    flags = np.empty(2, np.uint8)
-    flags[0], flags[1] = 78, 84 if trans_a else 78          # "N", "T" or "N"
-    _call(fn, flags.ctypes.data, flags[1:].ctypes.data, ints.ctypes.data, ints[1:].ctypes.data,
-          ints[2:].ctypes.data, scalars.ctypes.data, b.ctypes.data, ints[3:].ctypes.data,
-          a.ctypes.data, ints[4:].ctypes.data, scalars[1:].ctypes.data, out.ctypes.data,
-          ints[5:].ctypes.data)
+    _gemm_call(fn, _N, _T if trans_a else _N, cols, rows, inner, alpha,
+               b, b.strides[0] // size, a, a.strides[0] // size, beta, out, out.strides[0] // size)

@@ -12,6 +12,7 @@ runs never compute the same cells into one file.
 import errno
 import fcntl
 import json
+import math
 import os
 import shlex
 import socket
@@ -296,8 +297,11 @@ class ResultStore:
     def load(self, lines=False):
         """Return the stored records, in the order they were written.
 
-        Lines that do not parse as a JSON object (a line torn by a kill) are
-        skipped with a ``RuntimeWarning`` naming the line.
+        Lines that do not parse as a JSON object (a line torn by a kill), or that
+        hold a number that is not finite (``NaN``, ``Infinity``, or a literal too
+        large for a float, such as ``1e999``: fastsd's records are strict JSON, with
+        null for such a number), are skipped with a ``RuntimeWarning`` naming the
+        line, so that a scan computes their cells again.
 
         Parameters
         ----------
@@ -317,7 +321,12 @@ class ResultStore:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = json.loads(line, parse_constant=_no_constant,
+                                        parse_float=_finite_float)
+                except _NotFinite as exc:
+                    skipped.append((number, f"holds {exc}, not a finite number (fastsd "
+                                            "writes null there)"))
+                    continue
                 except json.JSONDecodeError:
                     skipped.append((number, "not JSON: torn by an interrupted write?"))
                     continue
@@ -338,6 +347,21 @@ class ResultStore:
         set of str
         """
         return {r["key"] for r in self.load() if "key" in r}
+
+
+class _NotFinite(ValueError):
+    """A stored number that is not finite: the line is damaged."""
+
+
+def _no_constant(token):
+    raise _NotFinite(token)
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
 
 
 def skipped_lines(skipped, shown=3):

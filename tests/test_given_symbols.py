@@ -47,6 +47,12 @@ def test_given_symbols_are_copied_as_float64_and_noise_applies():
     (np.ones((3, 0)), ValueError, "d >= 1"),
     (np.array([[1.0, np.nan], [0.0, 1.0]]), ValueError, "finite"),
     (np.eye(2) * 1j, TypeError, "real"),
+    (np.zeros((3, 4)), ValueError, "no row of zeros: a same pair of it is the zero input"),
+    (np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]]), ValueError, "zeros in row 1."),
+    (np.array([[1.0, 2.0], [3.0, 4.0], [1.0, 2.0]]), ValueError,
+     "distinct rows: a different pair of two equal rows is a same pair labelled different; got "
+     "row 2 equal to row 0."),
+    (np.array([[0.0, 1.0], [-0.0, 1.0]]), ValueError, "row 1 equal to row 0"),
     ([["a", "b"], ["c", "d"]], TypeError, "numeric"),
 ])
 def test_bad_symbols_are_refused_with_the_parameter_named(bad, exc, words):

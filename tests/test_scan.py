@@ -572,6 +572,32 @@ def test_damaged_records_are_named_skipped_and_computed_again(tmp_path):
     assert sorted(ds["L"].values.tolist()) == [2, 3, 4]
 
 
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_number_that_is_not_finite_is_damage_named_and_computed_again(tmp_path, token):
+    """Issue 41: a stored accuracy of NaN (a token strict JSON does not have, which fastsd
+    never writes: it writes null) loaded silently and its cell was never computed again. Any
+    such number, anywhere in a line, makes the line damage: named with file and line, its
+    cell computed again."""
+    path = tmp_path / "s.jsonl"
+    grid = Grid(L=[2, 3])
+    run(grid, "theory", path, "serial", progress=False)
+    first, second = path.read_text().splitlines()
+    record = json.loads(first)
+    assert isinstance(record["test_accuracy"], float)
+    damaged = first.replace(f'"test_accuracy": {json.dumps(record["test_accuracy"])}',
+                            f'"test_accuracy": {token}')
+    assert damaged != first
+    path.write_text(damaged + "\n" + second + "\n")
+    with pytest.warns(RuntimeWarning, match=rf"s.jsonl: line 1 \(line 1: holds {token}, not "
+                                            r"a finite number \(fastsd writes null there\)\)"):
+        assert fastsd.scan.plan(grid, "theory", path, "serial").remaining == 1
+    with pytest.warns(RuntimeWarning, match=rf"holds {token}"):
+        written = run(grid, "theory", path, "serial", progress=False)
+    assert [r["L"] for r in written] == [2]
+    assert json.loads(path.read_text().splitlines()[-1])["test_accuracy"] == \
+        record["test_accuracy"]
+
+
 def test_a_key_apart_from_its_settings_is_damage_and_a_conflicting_repeat_is_named(tmp_path):
     from fastsd.scan import cell_records
     from fastsd.scan.predictors import PREDICTORS

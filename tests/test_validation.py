@@ -4,6 +4,7 @@ Every message must name the parameter (in backticks) and the valid range, as in
 "`L` must be an integer >= 2; got 1." (DESIGN.md, "Errors and docstrings").
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -291,9 +292,12 @@ def test_train_rejects_sequences_of_seeds_and_tasks():
 
 
 def test_gamma_whose_learning_rate_underflows_is_rejected():
-    with pytest.raises(ValueError, match=r"`gamma` must give a finite output scale and a "
-                                         r"learning rate > 0"):
+    with pytest.raises(ValueError, match=r"`gamma` must lie in \[.*\] for this task with "
+                                         r"alpha0=0.1 in float32.*learning rate 0\)"):
         train(TASK, 1e-300, **TINY)
+    with pytest.raises(ValueError, match=r"no `gamma` can for this task with alpha0=1e\+300 in "
+                                         r"float32: lower `alpha0`"):
+        train(TASK, 1.0, **tiny(alpha0=1e300))
 
 
 def test_task_seed_must_not_be_a_generator():
@@ -313,8 +317,8 @@ def test_seed_none_is_recorded_and_reproduces_the_run():
 def test_divergence_is_flagged_and_records_stay_strict_json():
     import json
     with pytest.warns(RuntimeWarning, match=r"training diverged in 1 of 1 model\(s\).*"
-                                            r"alpha0=1e\+300.*lower alpha0 or gamma"):
-        r = train(TASK, 1.0, **tiny(alpha0=1e300, steps=4, eval_every=2))
+                                            r"alpha0=1e\+36.*lower alpha0 or gamma"):
+        r = train(TASK, 1.0, **tiny(alpha0=1e36, width=16, steps=8, eval_every=2))
     assert r.diverged
     rec = r.to_record()
     assert rec["diverged"] is True
@@ -573,3 +577,64 @@ def test_kernel_inputs_whose_norms_overflow_are_refused_by_name():
                                                  r"within float64.*rescale"):
                 ntk(X, Y)
         assert np.all(np.isfinite(ntk(np.full((2, 3), 1e150), np.ones((1, 3)))))
+
+
+# -- values whose numbers the training dtype cannot hold; unordered collections (issue 41) ----
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("task", [SameDifferent(d=16, L=4, seed=0),
+                                  fastsd.PSVRT(patch=2, n_patches=2, n_train_patterns=4, seed=0)],
+                         ids=["symbols", "images"])
+def test_gamma_is_refused_where_its_scale_or_learning_rate_leave_the_dtype(task, dtype):
+    """gamma = 1e300 (and in float32 anything above about 1e37) ran: the float32 learning
+    rate became inf, every weight NaN, and the run was reported as diverged. The range
+    ``gamma_range`` gives is where the output scale and the learning rate are normal numbers
+    of the dtype; its ends are accepted, just beyond them refused, naming gamma and the range."""
+    info = np.finfo(dtype)
+    lo, hi = task.gamma_range(0.1, dtype)
+    for g in (lo, hi):
+        assert info.tiny <= task.output_scale(g) <= info.max
+        assert info.tiny <= task.learning_rate(g, 0.1) <= info.max
+    kw = dict(width=2, steps=2, batch_size=2, eval_every=1, n_test=4, seed=0, alpha0=0.1,
+              backend="cpu", dtype=dtype)
+    for g in (lo * (1 + 1e-9), hi * (1 - 1e-9), 1.0):
+        train(task, g, **kw)
+    for g in (lo * 0.999, hi * 1.001, 1e300 if dtype == "float32" else hi * 1.5):
+        with pytest.raises(ValueError, match=re.escape(f"`gamma` must lie in [{lo:.3g}, {hi:.3g}] "
+                                                       f"for this task with alpha0=0.1 in {dtype}")
+                           + ".*" + re.escape(f"; got gamma={g!r}")):
+            train(task, g, **kw)
+
+
+@pytest.mark.parametrize("name", ["task", "gamma", "seed"])
+@pytest.mark.parametrize("kind", [set, frozenset, dict.fromkeys])
+def test_an_unordered_collection_is_refused_where_models_take_one_value_each(name, kind):
+    """A set as gamma was accepted: which model took which value was the set's order."""
+    values = {"task": [TASK, SameDifferent(d=3, L=4, seed=1)], "gamma": [1.0, 0.5],
+              "seed": [0, 1]}
+    args = {k: v[0] for k, v in values.items()}
+    args[name] = kind(values[name])
+    kw = {k: v for k, v in TINY.items() if k != "seed"}
+    with pytest.raises(TypeError, match=rf"`{name}` must be one value or an ordered sequence "
+                                        rf"of values, one per model .*got a "
+                                        rf"{type(args[name]).__name__}, whose order"):
+        train_ensemble(args["task"], args["gamma"], args["seed"], backend="cpu", **kw)
+
+
+def test_a_scan_refuses_clashing_options_and_bad_cells_before_it_starts(tmp_path):
+    """backend="numpy" with dtype="float32" failed every cell after the scan had started; a
+    gamma the dtype cannot hold likewise. Both are refused before anything runs or is
+    written (no store, no grid file)."""
+    from fastsd.scan import Grid, plan, run
+    grid = Grid(d=[8], L=[2, 3], gamma=[1.0], seed=[0], width=4, steps=4, eval_every=2,
+                n_test=8)
+    store = tmp_path / "s.jsonl"
+    for fn in (run, plan):
+        with pytest.raises(ValueError, match=r"`dtype` must be 'float64' with backend 'numpy'; "
+                                             r"got 'float32'"):
+            fn(grid, "mlp", store, "serial", backend="numpy", dtype="float32")
+    bad = Grid(d=[8], L=[2, 3], gamma=[1.0, 1e300], seed=[0], width=4, steps=4, eval_every=2,
+               n_test=8)
+    with pytest.raises(ValueError, match=r"`gamma` must lie in .* got gamma=1e\+300"):
+        run(bad, "mlp", store, "serial", backend="cpu", dtype="float32", progress=False)
+    assert list(tmp_path.iterdir()) == []

@@ -1,7 +1,6 @@
 """SGD training of centered ReLU MLPs on same-different tasks (Sec. 2, App. F-G)."""
 import collections.abc
 import inspect
-import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -236,6 +235,11 @@ def _is_many(value):
 
 
 def _broadcast(name, value):
+    if isinstance(value, (collections.abc.Set, collections.abc.Mapping)):
+        raise TypeError(f"`{name}` must be one value or an ordered sequence of values, one per "
+                        f"model (a list, tuple, range or 1-d array); got a "
+                        f"{type(value).__name__}, whose order does not say which model takes "
+                        f"which value: {value!r:.60}.")
     if isinstance(value, np.ndarray) and value.ndim > 1:
         raise ValueError(f"`{name}` must be one value or a 1-d sequence of values (one per "
                          f"model); got an array of shape {value.shape}.")
@@ -376,7 +380,10 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
     ------
     ValueError, TypeError
         For a parameter out of range, with its name and valid range (an odd
-        ``batch_size``, ``n_test`` < 2, a string ``gamma`` other than "lazy").
+        ``batch_size``, ``n_test`` < 2, a string ``gamma`` other than "lazy", a
+        ``gamma`` whose output scale or learning rate is no normal number of the
+        dtype: ``Task.gamma_range``), or a set or dict where one value per model
+        is meant (no order says which model takes which).
     SizeTooLargeError
         (a MemoryError and ValueError) before allocating anything, when the
         weights, batches or test sets of the ensemble would not fit in the
@@ -502,11 +509,7 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
     seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
     scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
     lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
-    for g, sc, lr in zip(gammas, scales, lrs):
-        if not (math.isfinite(sc) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"`gamma` must give a finite output scale and a learning rate > 0 "
-                             f"with this alpha0; got gamma={g!r} (scale {sc!r}, learning rate "
-                             f"{lr!r}).")
+    check_representable(tasks, gammas, alpha0s, scales, lrs, dtype)
     paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
              for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
@@ -518,6 +521,33 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
 
 
 @TRAINING.keywords
+def check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
+    """Refuse a gamma whose output scale or learning rate is no normal number of ``dtype``.
+
+    The engines hold both in the training dtype: in float32 a learning rate above 3.4e38
+    (gamma above about 1e38 at alpha0 = 0.1) became inf and every weight NaN, reported as
+    a diverged run; a scale below float32's smallest normal number loses its digits.
+
+    Raises
+    ------
+    ValueError
+        Naming `gamma`, the range that holds for the task, alpha0 and dtype, and the value.
+    """
+    info = np.finfo(dtype)
+    tiny, big = float(info.tiny), float(info.max)
+    for t, g, a0, sc, lr in zip(tasks, gammas, alpha0s, scales, lrs):
+        if not (tiny <= sc <= big and tiny <= lr <= big):
+            lo, hi = t.gamma_range(a0, dtype)
+            where = (f"`gamma` must lie in [{lo:.3g}, {hi:.3g}] for this task with "
+                     f"alpha0={a0:g} in {dtype}" if lo <= hi else
+                     f"no `gamma` can for this task with alpha0={a0:g} in {dtype}: lower "
+                     f"`alpha0`")
+            raise ValueError(
+                f"{where}, so that the output scale 1/(gamma sqrt(D)) and the learning rate "
+                f"are normal {dtype} numbers ({tiny:.3g} to {big:.3g}); got gamma={g!r} "
+                f"(scale {sc:.3g}, learning rate {lr:.3g}).")
+
+
 def memory_needs(task, gamma, seed, *, backend="auto", dtype=None, path="auto", batches="host",
                  **training):
     """What ``train_ensemble`` with these arguments would allocate, checked but not allocated.

@@ -121,6 +121,10 @@ class Predictor:
         where the predictor has no model of its time (the default)."""
         return None
 
+    def check(self, group, backend="cpu", dtype=None):
+        """Raise what ``run_group`` would raise for the group's options before it trains
+        (ValueError or TypeError naming the parameter); by default nothing is checked."""
+
     def memory(self, group, backend="cpu", dtype=None):
         """Bytes ``run_group(group)`` allocates in proportion to its sizes, or None where the
         predictor has no model of them (the default)."""
@@ -132,7 +136,16 @@ class Predictor:
         return None
 
 
-class MLPPredictor(Predictor):
+class _TrainsEnsembles(Predictor):
+    """A predictor whose groups are ``train_ensemble`` calls: ``check`` plans the call
+    (``memory``: ``fastsd.mlp.train.memory_needs``, which validates what the call would,
+    gamma's range in the dtype among it) without training."""
+
+    def check(self, group, backend="cpu", dtype=None):
+        self.memory(group, backend, dtype)
+
+
+class MLPPredictor(_TrainsEnsembles):
     """Finite-width centered ReLU MLPs trained with SGD (Sec. 2): ``fastsd.train_ensemble``.
 
     Settings are the fields of ``fastsd.scan.Cell``; ``gamma="lazy"`` is the
@@ -190,7 +203,7 @@ class MLPPredictor(Predictor):
         return _mlp_cost_model(backend, dtype)
 
 
-class MLPImagePredictor(Predictor):
+class MLPImagePredictor(_TrainsEnsembles):
     """Finite-width MLPs on the visual tasks (Sec. 4): PSVRT and Pentomino, ``train_ensemble``.
 
     Settings: ``task`` ("psvrt" or "pentomino"), L (training bit-patterns or

@@ -205,7 +205,14 @@ def _check_run_options(backend, dtype, executor):
     check_choice("backend", backend, BACKENDS)
     check_choice("dtype", dtype, (None, "float32", "float64"))
     check_executor(executor)
-    return target_backend(backend)
+    target = target_backend(backend)
+    if dtype is not None and dtype not in traits(target).dtypes:
+        raise ValueError(f"`dtype` must be {' or '.join(map(repr, traits(target).dtypes))} with "
+                         f"backend {target!r}"
+                         + ("" if backend == target else f" (what backend {backend!r} runs on "
+                                                         f"here)")
+                         + f"; got {dtype!r}.")
+    return target
 
 
 @dataclass(frozen=True)
@@ -407,11 +414,14 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
     fresh = [p.store.grid_signature() is None for p in parts]
     for p in parts:
         _check_stored_settings(p.store, p.pred)
-        p.store.bind(p.grid.signature(p.pred.name), p.pred.defaults)
     items = [it for k, p in enumerate(parts)
              for it in _pending(k, p.pred, p.cells, {r["key"] for r in cell_records(p.store,
                                                                                 p.pred)},
                                 target, dtype)]
+    for it in items:            # what a group's run would refuse, refused before any runs
+        parts[it.part].pred.check([s for _, _, s in it.group], target, dtype)
+    for p in parts:
+        p.store.bind(p.grid.signature(p.pred.name), p.pred.defaults)
     preds = [p.pred for p in parts]
     items = _schedule(items, preds, _workers_of(executor, target), target, dtype)
     jobs = [(preds[it.part].name, [s for _, _, s in it.group], backend, dtype) for it in items]

@@ -220,6 +220,32 @@ class Task:
             return gamma * gamma * self.scale_dim * alpha0
         return gamma * math.sqrt(self.scale_dim) * alpha0
 
+    def gamma_range(self, alpha0, dtype):
+        """The gammas whose output scale and learning rate are normal numbers of ``dtype``.
+
+        Parameters
+        ----------
+        alpha0 : float
+            Base learning rate, > 0.
+        dtype : {"float32", "float64"}
+
+        Returns
+        -------
+        (float, float)
+            The smallest and largest gamma for which tiny <= 1/(gamma sqrt(D)) <= max
+            and tiny <= alpha(gamma) <= max (``output_scale``, ``learning_rate``), with
+            tiny and max the dtype's smallest normal and largest finite numbers.
+        """
+        info = np.finfo(dtype)
+        tiny, big, root = float(info.tiny), float(info.max), math.sqrt(self.scale_dim)
+
+        def gamma_at(lr):           # the inverse of learning_rate (increasing in gamma)
+            g = math.sqrt(lr / (self.scale_dim * alpha0))
+            return g if g <= 1.0 else lr / (root * alpha0)
+
+        return (max(1.0 / (big * root), gamma_at(tiny)),
+                min(1.0 / (tiny * root), gamma_at(big)))
+
 
 class BatchStream:
     """A model's training batches: ``task.draw_pairs`` of ``BLOCK`` steps at a time.

@@ -123,7 +123,8 @@ class SameDifferent(Task):
         ------
         ValueError
             For an array that is not 2-d, has fewer than 2 rows or no columns,
-            or holds NaN or inf; for a bad ``sigma2`` or ``root_d``.
+            holds NaN or inf, a row of zeros or two equal rows; for a bad
+            ``sigma2`` or ``root_d``.
         TypeError
             For a complex or non-numeric array.
 
@@ -138,6 +139,21 @@ class SameDifferent(Task):
         if S.shape[0] < 2 or S.shape[1] < 1:
             raise ValueError(f"`symbols` must be an array of shape (L, d) with L >= 2 (a "
                              f"different pair needs two) and d >= 1; got shape {S.shape}.")
+        zero = np.flatnonzero(~S.any(axis=1))
+        if zero.size:
+            raise ValueError(f"`symbols` must have no row of zeros: a same pair of it is the "
+                             f"zero input, whose output is 0 for every network (no biases); "
+                             f"got zeros in row {zero[0]}"
+                             + (f" (and {zero.size - 1} more)" if zero.size > 1 else "") + ".")
+        _, first, inverse = np.unique(S, axis=0, return_index=True, return_inverse=True)
+        repeat = np.flatnonzero(first[inverse.ravel()] != np.arange(S.shape[0]))
+        if repeat.size:
+            i = repeat[0]
+            raise ValueError(f"`symbols` must have distinct rows: a different pair of two equal "
+                             f"rows is a same pair labelled different; got row {i} equal to row "
+                             f"{first[inverse.ravel()[i]]}"
+                             + (f" (and {repeat.size - 1} more repeats)" if repeat.size > 1
+                                else "") + ".")
         task = cls.__new__(cls)
         task._setup(S.shape[1], S.shape[0], sigma2, root_d)
         task.seed_entropy = None
