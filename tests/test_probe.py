@@ -116,3 +116,48 @@ def test_float64_gemm_seconds_times_the_flows_product():
     s = _probe.float64_gemm_seconds(repeats=1)
     # between 10 TFLOP/s and 100 MFLOP/s on one thread: a time, not a count
     assert 1e-13 < s < 1e-8, s
+
+
+def _probe_cache(root, factors):
+    """A cache root holding this machine's probe file with ``factors``."""
+    path = _probe.cache_path({"XDG_CACHE_HOME": str(root)})
+    path_dir = root / "fastsd"
+    path_dir.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump({"format": _probe.FORMAT, "machine": costs.machine_key("cpu"),
+                   "factors": factors}, fh)
+    return {"XDG_CACHE_HOME": str(root)}
+
+
+def test_the_same_call_gives_the_same_bits_whatever_the_probe_cache_holds(tmp_path, monkeypatch):
+    """Issue 42: path="auto" chose by the probed prices, so the same call, seed and machine
+    ran the symbol path with one probe cache and the dense path with another (seen: an idle
+    probe and one taken under load), and the weights differed by 0.85% after 500 steps. The
+    two caches here make the probed models disagree about the path; the runs must not."""
+    from fastsd import SameDifferent, train
+
+    monkeypatch.delenv("FASTSD_COSTS", raising=False)
+    caches = [_probe_cache(tmp_path / "gemm-slow", dict.fromkeys(_probe.KINDS, 1.0) | {
+                  "gemm": 20.0, "scalar": 0.05}),
+              _probe_cache(tmp_path / "scalar-slow", dict.fromkeys(_probe.KINDS, 1.0) | {
+                  "gemm": 0.05, "scalar": 20.0})]
+    task = SameDifferent(d=16, L=100, seed=0)
+    sizes = dict(L=task.L, input_dim=task.input_dim, width=256, batch_size=128)
+    probed = []
+    for env in caches:
+        monkeypatch.setattr(_probe, "_MEMO", {})
+        model = costs.load("cpu", "float32", env)
+        assert model.source == "probed"
+        probed.append(model.choose(**sizes))
+    assert probed[0] != probed[1], probed           # the probes would have chosen apart
+    runs = []
+    for env in caches:
+        monkeypatch.setattr(_probe, "_MEMO", {})
+        monkeypatch.setenv("XDG_CACHE_HOME", env["XDG_CACHE_HOME"])
+        runs.append(train(task, 1.0, width=256, steps=30, eval_every=10, n_test=64, seed=3,
+                          backend="cpu"))
+    a, b = runs
+    assert a.path == b.path == costs.fallback("cpu", "float32").choose(**sizes)
+    assert (a.final_params.w == b.final_params.w).all()
+    assert (a.final_params.a == b.final_params.a).all()
+    assert (a.history["test_accuracy"] == b.history["test_accuracy"]).all()

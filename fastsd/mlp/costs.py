@@ -47,7 +47,11 @@ Fallback
 
 The path of a model is chosen as if it trained alone (``CostModel.choose``),
 so the path, and hence the numbers, of a model in an ensemble are those of
-its run on its own.
+its run on its own; and it is chosen by the shipped prices as fitted
+(``path_model``), never by this machine's probe or calibration, which predict
+times only: the paths agree only to float32 rounding, so a choice that followed
+a measured time would give other numbers for the same call after the probe
+was redone (a busier moment, another checkout's cache, a cleared cache).
 """
 import datetime
 import functools
@@ -478,8 +482,20 @@ def probed(backend="cpu", dtype="float32", environ=None):
                                                         for k, v in factors.items()}))
 
 
+def path_model(backend="cpu", dtype="float32"):
+    """The prices ``path="auto"`` chooses by: the backend's shipped prices, as fitted.
+
+    Never this machine's probe or calibration (``load``, which predicts times): the path a
+    run takes, and hence its numbers, is then a function of the problem, the backend, the
+    dtype and fastsd's version alone, the same after the probe is redone or on another
+    machine.
+    """
+    return fallback(backend, dtype)
+
+
 def load(backend="cpu", dtype="float32", environ=None):
-    """The cost model ``path="auto"`` uses: this machine's calibration, else the fallback.
+    """The cost model that predicts times: this machine's calibration, else the fallback
+    scaled by the probe (``path="auto"`` chooses by ``path_model`` instead).
 
     Parameters
     ----------

@@ -195,8 +195,8 @@ def step_costs(L, batch_size, width, input_dim, backend="cpu", dtype="float32"):
 
 def _choose_path(task, width, batch_size, path, backend, module, dtype):
     """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one by
-    the backend's measured cost model (``fastsd.mlp.costs``), for this model alone (symbol
-    tasks) or in a seed's group (image tasks, ``choose_images``)."""
+    the backend's shipped prices (``fastsd.mlp.costs.path_model``: never a measured time),
+    for this model alone (symbol tasks) or in a seed's group (image tasks, ``choose_images``)."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
             f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
@@ -213,13 +213,13 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
     if len(module.ENGINES) == 1:
         return "dense"
     if task.has_sparse_inputs and "sparse" in module.ENGINES:
-        return costs.load(backend, dtype).choose_images(
+        return costs.path_model(backend, dtype).choose_images(
             input_dim=task.input_dim, width=width, batch_size=batch_size,
             entries=task.sparse_entries(), inputs=costs.image_inputs(task))
     if not task.has_symbol_basis:
         return "dense"
-    return costs.load(backend, dtype).choose(L=task.L, input_dim=task.input_dim, width=width,
-                                             batch_size=batch_size)
+    return costs.path_model(backend, dtype).choose(L=task.L, input_dim=task.input_dim,
+                                                   width=width, batch_size=batch_size)
 
 
 def _is_many(value):
@@ -349,11 +349,11 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
         forms the forward pass and the update over the non-zero pixels of each
         batch only (PSVRT and Pentomino, ``task.has_sparse_inputs``; "cpu"
         and "cuda" backends; the dense path's numbers up to rounding); "auto" picks,
-        per model whatever the ensemble around it, the path the backend's measured
-        cost model (``fastsd.mlp.costs``: ``fastsd calibrate``'s measurement of
-        this machine, else shipped prices) predicts to be faster: for a model alone
-        on symbol tasks, for a model in a seed's group of 6 gammas on image tasks
-        (``costs.GROUP_MODELS``).
+        per model whatever the ensemble around it, the path the backend's shipped
+        prices predict to be faster (``fastsd.mlp.costs.path_model``; never this
+        machine's probe or calibration, so that a call's numbers do not depend on a
+        measured time): for a model alone on symbol tasks, for a model in a seed's
+        group of 6 gammas on image tasks (``costs.GROUP_MODELS``).
     batches : {"host", "device"}, default "host"
         Where the training batches are drawn. "host": from the seed's NumPy
         streams, the same batches on every backend (with "cuda" they are
@@ -520,7 +520,6 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
                 scales=scales, lrs=lrs, test_source=test_source, needs=needs)
 
 
-@TRAINING.keywords
 def check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
     """Refuse a gamma whose output scale or learning rate is no normal number of ``dtype``.
 
@@ -548,6 +547,7 @@ def check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
                 f"(scale {sc:.3g}, learning rate {lr:.3g}).")
 
 
+@TRAINING.keywords
 def memory_needs(task, gamma, seed, *, backend="auto", dtype=None, path="auto", batches="host",
                  **training):
     """What ``train_ensemble`` with these arguments would allocate, checked but not allocated.

@@ -310,12 +310,13 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs, entries=No
         return None
     s = group[0]
     model = costs.load(backend, dtype or "float32")
+    chooser = costs.path_model(backend, dtype or "float32")     # the path train takes
     sizes = dict(L=L, input_dim=input_dim, width=s["width"], batch_size=s["batch_size"])
     if inputs == "symbols":
-        path = model.choose(**sizes)
+        path = chooser.choose(**sizes)
     elif entries is not None and "sparse" in _module_engines(backend):
-        path = model.choose_images(input_dim=input_dim, width=s["width"],
-                                   batch_size=s["batch_size"], entries=entries, inputs=inputs)
+        path = chooser.choose_images(input_dim=input_dim, width=s["width"],
+                                     batch_size=s["batch_size"], entries=entries, inputs=inputs)
     else:
         path = "dense"
     return model.train_seconds(path, **sizes, steps=s["steps"], eval_every=s["eval_every"],
