@@ -35,18 +35,26 @@ the kernels are loaded.
 A price is then scaled by the factor of its unit's kind (``scale``): a float32 model's
 GEMM units by "gemm", a float64 model's by "gemm64", kernel entries by "entries", the other
 units by "scalar". The factors are
-cached in ``<cache root>/probe.json`` (``fastsd._jitcache.cache_root``) under the
-machine's key (the MLP calibration's: CPU model, cores, fastsd's engines, NumPy,
-SciPy, Numba), so the probe runs once a machine. ``FASTSD_COSTS=fallback`` (the
+cached in ``<cache root>/probe.json`` (``fastsd._jitcache.cache_root``), one entry per
+machine key (the MLP calibration's: CPU model, cores, fastsd's engines, NumPy,
+SciPy, Numba), so the probe runs once a machine and checkout, and another checkout's
+entry is kept beside it. Every probe times the calling thread's CPU time (``clock``),
+not the wall clock: a busy machine, whose other processes take the cores in turns,
+does not read as a slow one. ``FASTSD_COSTS=fallback`` (the
 tests) keeps the prices as fitted: factors of 1.
 """
+import hashlib
 import json
 import os
+import time
 
 from . import _jitcache
 
-#: Version of the cache file's layout.
-FORMAT = 4
+#: Version of the cache file's layout: one entry per machine key (format 4 held one).
+FORMAT = 5
+#: The probe's clock: the calling thread's CPU time, where every probe runs (one thread),
+#: so that time spent waiting for a core another process holds is not read as slowness.
+clock = time.thread_time
 KINDS = ("gemm", "scalar", "gemm64", "entries")
 #: The factors a cached file may hold; outside them (a damaged file) the probe runs again.
 LIMITS = (0.05, 20.0)
@@ -72,8 +80,6 @@ def float64_gemm_seconds(repeats=3):
     (R L x L) @ (L x L), then (L x R L) @ (R L x L), 4 R L^3 flops; the fastest of
     ``repeats``. About 0.1 s a repeat on an AVX2 core. The caller sets the threads.
     """
-    import time
-
     import numpy as np
 
     L, R = FLOAT64_GEMM_SHAPE
@@ -82,11 +88,11 @@ def float64_gemm_seconds(repeats=3):
     bh = np.full((R * L, L), 0.125)
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         x = a @ c
         xh = x.reshape(R, L, L).transpose(1, 0, 2).reshape(L, R * L)
         xh @ bh
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best / (4.0 * R * L ** 3)
 
 
@@ -98,8 +104,6 @@ def kernel_entry_seconds(repeats=3):
     entries; the fastest of ``repeats``. About 30 ms a repeat on an AVX2 core. The
     caller sets the threads.
     """
-    import time
-
     import numpy as np
 
     from .kernels.backend import KERNELS
@@ -116,9 +120,9 @@ def kernel_entry_seconds(repeats=3):
     cpu.pair_kernel_matvec(*args)           # compiled or loaded, caches warm
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         cpu.pair_kernel_matvec(*args)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best / (n * L * L)
 
 
@@ -130,17 +134,41 @@ def cache_path(environ=None):
 _MEMO = {}
 
 
+def _entry_id(key):
+    """The cache entry's name for a machine key: a hash of its JSON."""
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _entries(path):
+    """The cached entries of ``path`` ({} for a missing, damaged or older file)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    ok = isinstance(data, dict) and data.get("format") == FORMAT
+    return data["entries"] if ok and isinstance(data.get("entries"), dict) else {}
+
+
+def _valid(entry, key):
+    return (isinstance(entry, dict) and entry.get("machine") == key
+            and isinstance(entry.get("factors"), dict)
+            and all(isinstance(entry["factors"].get(k), float)
+                    and LIMITS[0] <= entry["factors"][k] <= LIMITS[1] for k in KINDS))
+
+
 def factors(measure, key, environ=None):
     """This machine's seconds over the reference machine's, by kind of work.
 
-    Cached per machine (``cache_path``), else measured and stored.
+    Cached per machine key (``cache_path``: one entry for each key, so that two checkouts,
+    versions or machines sharing a cache keep their own), else measured and added.
 
     Parameters
     ----------
     measure : callable
         Returns the factors, measured now (``fastsd.mlp.costs.probe``).
     key : dict
-        The machine's key (JSON-ready): a file stored under another is ignored.
+        The machine's key (JSON-ready): the entry stored under it is used, no other.
     environ : mapping, optional
         Environment variables (default ``os.environ``): ``FASTSD_COSTS``
         ("fallback": factors of 1) and those of the cache root.
@@ -148,34 +176,31 @@ def factors(measure, key, environ=None):
     Returns
     -------
     dict of str to float
-        {"gemm", "scalar", "gemm64"}: > 1 where this machine is slower.
+        {"gemm", "scalar", "gemm64", "entries"}: > 1 where this machine is slower.
     """
     environ = os.environ if environ is None else environ
     if environ.get("FASTSD_COSTS") == "fallback":
         return {k: 1.0 for k in KINDS}
-    path = cache_path(environ)
-    if path in _MEMO:
-        return _MEMO[path]
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-        if data.get("format") == FORMAT and data.get("machine") == key and all(
-                isinstance(data["factors"].get(k), float)
-                and LIMITS[0] <= data["factors"][k] <= LIMITS[1] for k in KINDS):
-            _MEMO[path] = data["factors"]
-            return data["factors"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
+    path, ident = cache_path(environ), _entry_id(key)
+    if (path, ident) in _MEMO:
+        return _MEMO[path, ident]
+    entry = _entries(path).get(ident)
+    if _valid(entry, key):
+        _MEMO[path, ident] = entry["factors"]
+        return entry["factors"]
     got = measure()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        entries = _entries(path)            # read again: another process may have added one
+        entries[ident] = {"machine": key, "factors": got,
+                          "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"format": FORMAT, "machine": key, "factors": got}, fh, indent=1)
+            json.dump({"format": FORMAT, "entries": entries}, fh, indent=1)
         os.replace(tmp, path)
     except OSError:             # a read-only cache: measure again in the next process
         pass
-    _MEMO[path] = got
+    _MEMO[path, ident] = got
     return got
 
 

@@ -50,7 +50,8 @@ def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
     assert costs.machine_factors(home) == FAKE
     path = _probe.cache_path(home)
     stored = json.load(open(path))
-    assert stored["machine"] == costs.machine_key("cpu") and stored["format"] == _probe.FORMAT
+    entry, = stored["entries"].values()
+    assert entry["machine"] == costs.machine_key("cpu") and stored["format"] == _probe.FORMAT
     monkeypatch.setattr(_probe, "_MEMO", {})                 # a new process reads the file
     f = costs.machine_factors(home)
     assert f == FAKE and len(calls) == 1
@@ -60,17 +61,73 @@ def test_factors_are_measured_once_and_cached_per_machine(home, monkeypatch):
         "gemm": 5.0, "entry": 1.5, "unit": 6.0}
     assert _probe.scale(prices, f, {"gemm": "gemm64"}) == {"gemm": 4.0, "entry": 4.5,
                                                           "unit": 6.0}
-    # another machine's file, or a damaged one, is measured again
-    for damage in ({**stored, "machine": dict(stored["machine"], cpu="another CPU")},
-                   {**stored, "factors": {"gemm": -1.0, "scalar": 1.0}},
-                   {**stored, "factors": {"gemm": 1e308, "scalar": 1.0, "gemm64": 1.0}},
-                   {**stored, "factors": {"gemm": 1.0, "scalar": 1.0, "gemm64": 1.0}},
-                   "not json {"):
+    # an entry of another machine under this key's name, or a damaged one, or a file of
+    # another layout: measured again
+    ident, = stored["entries"]
+    for damage in ({**entry, "machine": dict(entry["machine"], cpu="another CPU")},
+                   {**entry, "factors": {"gemm": -1.0, "scalar": 1.0}},
+                   {**entry, "factors": {"gemm": 1e308, "scalar": 1.0, "gemm64": 1.0}},
+                   {**entry, "factors": {"gemm": 1.0, "scalar": 1.0, "gemm64": 1.0}},
+                   "not json {", {"format": 4, "machine": entry["machine"],
+                                  "factors": entry["factors"]}):
         with open(path, "w") as fh:
-            fh.write(damage if isinstance(damage, str) else json.dumps(damage))
+            fh.write(damage if isinstance(damage, str) else json.dumps(
+                damage if "format" in damage else
+                {"format": _probe.FORMAT, "entries": {ident: damage}}))
         monkeypatch.setattr(_probe, "_MEMO", {})
         costs.machine_factors(home)
-    assert len(calls) == 6
+    assert len(calls) == 7
+
+
+def test_another_checkouts_entry_is_kept_beside_this_ones(home, monkeypatch):
+    """Issue 42: one slot held the factors, so a checkout with other sources probed again
+    and overwrote the other's (two caches on one machine held GEMM x1.51 and x9.93). Each
+    machine key now has its own entry: both stay, and neither measures again."""
+    measured = []
+
+    def probe_as(factors):
+        def measure():
+            measured.append(factors)
+            return dict(factors)
+        return measure
+
+    key_a = costs.machine_key("cpu")
+    key_b = dict(key_a, sources="another checkout's engines")
+    fa, fb = dict(FAKE), dict(FAKE, gemm=9.5)
+    assert _probe.factors(probe_as(fa), key_a, home) == fa
+    assert _probe.factors(probe_as(fb), key_b, home) == fb
+    entries = json.load(open(_probe.cache_path(home)))["entries"]
+    assert sorted(e["factors"]["gemm"] for e in entries.values()) == [2.5, 9.5]
+    monkeypatch.setattr(_probe, "_MEMO", {})
+    assert _probe.factors(probe_as({}), key_a, home) == fa
+    assert _probe.factors(probe_as({}), key_b, home) == fb
+    assert measured == [fa, fb]
+
+
+def test_the_probe_times_the_threads_cpu_time_not_the_wall_clock(monkeypatch):
+    """Time a probe spends waiting for a core another process holds is not its work: the
+    probe's clock is the thread's CPU time (a sleep, which uses none, adds nothing)."""
+    import time
+
+    assert _probe.clock is time.thread_time
+    start = _probe.clock()
+    time.sleep(0.2)
+    assert _probe.clock() - start < 0.05
+    run = costs.step_timer("dense", L=4, d=8, width=16, batch_size=8, clock=_probe.clock)
+    run(1)
+    from fastsd import SameDifferent
+    monkeypatch.setattr(SameDifferent, "draw_pairs", _waiting(SameDifferent.draw_pairs))
+    assert run(4) < 0.1             # four tiny steps that waited 0.2 s each for their batches
+
+
+def _waiting(draw_pairs):
+    """``draw_pairs`` made to wait 0.2 s (asleep, as for a core) before it draws."""
+    import time
+
+    def slow(self, *args, **kwargs):
+        time.sleep(0.2)
+        return draw_pairs(self, *args, **kwargs)
+    return slow
 
 
 def test_without_a_calibration_the_cost_models_use_the_probed_prices(home, monkeypatch):
@@ -119,14 +176,10 @@ def test_float64_gemm_seconds_times_the_flows_product():
 
 
 def _probe_cache(root, factors):
-    """A cache root holding this machine's probe file with ``factors``."""
-    path = _probe.cache_path({"XDG_CACHE_HOME": str(root)})
-    path_dir = root / "fastsd"
-    path_dir.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        json.dump({"format": _probe.FORMAT, "machine": costs.machine_key("cpu"),
-                   "factors": factors}, fh)
-    return {"XDG_CACHE_HOME": str(root)}
+    """A cache root holding this machine's probe entry with ``factors``."""
+    env = {"XDG_CACHE_HOME": str(root)}
+    _probe.factors(lambda: dict(factors), costs.machine_key("cpu"), env)
+    return env
 
 
 def test_the_same_call_gives_the_same_bits_whatever_the_probe_cache_holds(tmp_path, monkeypatch):

@@ -412,7 +412,7 @@ PROBES = (("dense", 16, 256, 1024, 128, 6), ("dense", 16, 64, 1024, 128, 12),
 def probe(repeats=5):
     """This machine's time over the shipped prices' machine, for GEMM and other work, now.
 
-    Times the "cpu" engine at ``PROBES`` (one thread; the probes take turns,
+    Times the "cpu" engine at ``PROBES`` (one thread, its CPU time; the probes take turns,
     ``repeats`` rounds, the fastest run of each kept) and fits the two factors of
     ``fastsd._probe`` to them: measured = f_gemm x (the shipped float32 prices'
     GEMM units) + f_scalar x (their other units), by non-negative least squares
@@ -441,7 +441,7 @@ def probe(repeats=5):
             gemm = {u: v for u, v in prices.items() if u in module.GEMM_UNITS}
             rest = {u: v for u, v in prices.items() if u not in module.GEMM_UNITS}
             parts.append([predict(gemm, features), predict(rest, features)])
-            run = step_timer(path, L=L, d=d, width=m, batch_size=B)
+            run = step_timer(path, L=L, d=d, width=m, batch_size=B, clock=_probe.clock)
             run(1)                  # load the kernels, warm the caches
             runs.append((run, steps))
         seconds = [math.inf] * len(runs)
@@ -548,9 +548,10 @@ def _calibration_task(path, L, d, inputs):
 
 
 def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype="float32",
-               backend="cpu"):
+               backend="cpu", clock=time.perf_counter):
     """A function ``run(n)`` that trains n steps of ``train_ensemble``'s engine on ``path``
-    and returns the seconds they took.
+    and returns the seconds they took by ``clock`` (wall time by default; the probe takes
+    the thread's CPU time, ``fastsd._probe.clock``).
 
     ``models`` models of one seed (as a scan's group: the same batches, the
     same initialisation) train on the shape's task (``_calibration_task``:
@@ -574,10 +575,10 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
     noise = [task.training_noise(st["noise"]) for st in streams]
 
     def run(n):
-        start = time.perf_counter()
+        start = clock()
         pairs = [task.draw_pairs(st["pairs"], (n, batch_size)) for st in streams]
         engine.run(pairs, noise)
-        return time.perf_counter() - start
+        return clock() - start
     return run
 
 
