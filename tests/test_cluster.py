@@ -104,3 +104,24 @@ def test_the_cli_says_when_every_worker_is_gone_and_exits_1(tmp_path, monkeypatc
     assert code == 1 and "Traceback" not in err
     assert re.search(r"fastsd: error: no Dask worker for 1 s with \d+ group\(s\) left; the "
                      r"finished cells are saved", err), err
+
+
+def test_importing_dask_jobqueue_keeps_the_sigint_handler():
+    """Seen against a real SLURM: dask-jobqueue's runner module sets SIGINT to sys.exit()
+    when imported, so a Ctrl-C on `fastsd reproduce --cluster slurm` exited 0 with no
+    message. A fresh process (where dask_jobqueue is not imported yet) installs a handler,
+    builds a cluster, and must find its handler still in place."""
+    import subprocess
+    import sys
+
+    code = ("import signal, sys\n"
+            "def mine(*args): pass\n"
+            "signal.signal(signal.SIGINT, mine)\n"
+            "assert 'dask_jobqueue' not in sys.modules\n"
+            "from fastsd.scan.cluster import jobqueue_cluster\n"
+            "jobqueue_cluster('local').close()\n"
+            "assert 'dask_jobqueue.runner' in sys.modules\n"
+            "sys.exit(0 if signal.getsignal(signal.SIGINT) is mine else 3)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

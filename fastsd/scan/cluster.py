@@ -48,11 +48,7 @@ def jobqueue_cluster(kind, **options):
         configuration goes).
     """
     check_choice("cluster", kind, tuple(KINDS))
-    try:
-        import dask_jobqueue
-    except ImportError:
-        raise ValueError("`cluster` needs dask-jobqueue; fix: pip install -e '.[cluster]' in "
-                         "the fastsd checkout") from None
+    dask_jobqueue = _import_jobqueue()
     if kind == "local":
         from dask_jobqueue.local import LocalCluster as cls
         options = {**LOCAL_JOB, **options}
@@ -66,6 +62,31 @@ def jobqueue_cluster(kind, **options):
                          f"processes (= cores: fastsd's workers use one thread), memory, "
                          f"queue and walltime in ~/.config/dask/jobqueue.yaml under "
                          f"jobqueue.{kind} (README, \"On a cluster\").") from None
+
+
+def _import_jobqueue():
+    """dask_jobqueue, imported without the SIGINT handler it installs.
+
+    Its ``runner`` module (imported by its SLURM cluster) sets SIGINT to ``sys.exit()`` when
+    imported: under ``fastsd reproduce --cluster slurm`` a Ctrl-C then exited 0 with no
+    message and no table, so that ``fastsd ... && next-step`` ran the next step. The
+    handler in place before the import (the CLI's: exit 130, cells kept) is put back.
+    """
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()   # handlers live there
+    before = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        import dask_jobqueue
+        import dask_jobqueue.runner  # noqa: F401 - the module that installs the handler
+    except ImportError:
+        raise ValueError("`cluster` needs dask-jobqueue; fix: pip install -e '.[cluster]' in "
+                         "the fastsd checkout") from None
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGINT, before)
+    return dask_jobqueue
 
 
 def jobqueue_client(kind, workers, **options):
