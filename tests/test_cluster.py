@@ -46,7 +46,9 @@ def test_the_readmes_slurm_recipe_makes_single_threaded_workers():
             cluster.close()
     assert slurm["cores"] == slurm["processes"]         # one thread a worker
     assert f"#SBATCH -n 1\n#SBATCH --cpus-per-task={slurm['cores']}" in script
-    assert f"#SBATCH -p {slurm['queue']}" in script and f"#SBATCH -t {slurm['walltime']}" in script
+    assert ("#SBATCH -p" not in script if slurm["queue"] is None     # the default partition
+            else f"#SBATCH -p {slurm['queue']}" in script)
+    assert f"#SBATCH -t {slurm['walltime']}" in script
     assert "--nthreads 1" in script and f"--nworkers {slurm['processes']}" in script
 
 

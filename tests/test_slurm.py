@@ -113,3 +113,35 @@ def test_ctrl_c_on_a_slurm_run_exits_130_and_cancels_its_jobs(tmp_path, slurm_en
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("setting, value, words", [
+    ("queue", "normal", "invalid partition specified: normal.*fix: set `queue` to a "
+                        "partition `sinfo` lists under jobqueue.slurm"),
+    ("memory", "4000GiB", "Requested node configuration is not available.*fix: set `cores`, "
+                          "`processes` and `memory` to what a node has"),
+])
+def test_a_job_the_scheduler_refuses_is_an_error_at_once(tmp_path, slurm_env, setting, value,
+                                                         words):
+    """The README's yaml (queue: normal) had shown tracebacks and then waited 10 minutes for
+    workers; a request no node meets had stayed pending. Now: exit 1 within seconds, the
+    scheduler's reason and the yaml key named, nothing submitted."""
+    import re
+
+    config = os.path.join(slurm_env["DASK_CONFIG"], "jobqueue.yaml")
+    text = open(config).read()
+    line = next(li for li in text.splitlines() if li.strip().startswith(f"{setting}:"))
+    with open(config, "w") as fh:
+        fh.write(text.replace(line, f"    {setting}: {value}"))
+    before = set(_jobs())
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "fastsd", "reproduce", "fig1c", "--quick",
+                           "--cluster", "slurm", "--workers", "2", "--out",
+                           str(tmp_path / "out")], cwd=tmp_path, env=slurm_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert time.monotonic() - start < 30
+    message, = done.stderr.strip().splitlines()
+    assert re.search(r"^fastsd: error: `--cluster` 'slurm': the scheduler refuses its jobs "
+                     r"\(.*" + words, message), message
+    assert message.endswith("Nothing was submitted.") and set(_jobs()) == before

@@ -89,6 +89,62 @@ def _import_jobqueue():
     return dask_jobqueue
 
 
+#: Each kind's submit command in its dry-run form: it checks a job script against the
+#: queue's partitions and limits, and submits nothing.
+TEST_ONLY = {"slurm": ("sbatch", "--test-only")}
+#: The yaml key to change for what a scheduler's refusal names.
+_REFUSAL_KEYS = (("partition", "`queue` to a partition `sinfo` lists"),
+                 ("memory", "`memory` to what a node has (`sinfo -o '%P %c %m'`: CPUs, MB)"),
+                 ("node configuration", "`cores`, `processes` and `memory` to what a node "
+                                        "has (`sinfo -o '%P %c %m'`: CPUs, MB)"),
+                 ("time limit", "`walltime` to the partition's limit (`scontrol show "
+                                "partition`)"),
+                 ("account", "`account` to one you may charge (`sacctmgr show assoc "
+                             "user=$USER`)"))
+
+
+def check_submission(cluster, kind):
+    """Raise, before any job is submitted, if the scheduler would refuse ``cluster``'s jobs.
+
+    Runs the kind's dry-run submission (``TEST_ONLY``: ``sbatch --test-only``) on the job
+    script; kinds without one are not checked. Against a real SLURM, a yaml's partition that
+    does not exist had shown tracebacks and then waited 10 minutes for workers that never
+    came, and a request no node can meet had stayed pending with nothing said.
+
+    Raises
+    ------
+    ValueError
+        Naming the scheduler's reason and the key of ``jobqueue.<kind>`` to change.
+    """
+    import os
+    import subprocess
+    import tempfile
+
+    command = TEST_ONLY.get(kind)
+    if command is None:
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as fh:
+        fh.write(cluster.job_script())
+    try:
+        done = subprocess.run([*command, fh.name], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise ValueError(f"`cluster` {kind!r} needs {command[0]} on the PATH of this machine "
+                         f"(run from the cluster's login node)") from None
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"`cluster` {kind!r}: {' '.join(command)} did not answer in 60 s; "
+                         f"is the scheduler up (`sinfo`)?") from None
+    finally:
+        os.unlink(fh.name)
+    if done.returncode != 0:
+        reason = " ".join(done.stderr.replace("sbatch: error:", "").split()) or \
+            f"exit status {done.returncode}"
+        key = next((k for word, k in _REFUSAL_KEYS if word in reason.lower()),
+                   "`queue`, `cores`, `memory` and `walltime` to what the queue allows")
+        raise ValueError(f"`cluster` {kind!r}: the scheduler refuses its jobs ({reason}); fix: "
+                         f"set {key} under jobqueue.{kind} in ~/.config/dask/jobqueue.yaml "
+                         f"(README, \"On a cluster\"). Nothing was submitted.")
+
+
 def jobqueue_client(kind, workers, **options):
     """A Dask client on a dask-jobqueue cluster of ``workers`` worker processes.
 
@@ -123,6 +179,7 @@ def jobqueue_client(kind, workers, **options):
                 cluster.close()
 
     try:
+        check_submission(cluster, kind)
         cluster.scale(n=workers)
         client = _ClusterClient(cluster)
     except BaseException:
@@ -132,4 +189,5 @@ def jobqueue_client(kind, workers, **options):
     return client
 
 
-__all__ = ["KINDS", "LOCAL_JOB", "jobqueue_client", "jobqueue_cluster"]
+__all__ = ["KINDS", "LOCAL_JOB", "TEST_ONLY", "check_submission", "jobqueue_client",
+           "jobqueue_cluster"]
