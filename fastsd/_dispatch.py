@@ -94,6 +94,24 @@ def traits(backend):
     return BACKEND_TRAITS[backend]
 
 
+def check_dtype(backend, dtype, asked=None):
+    """Raise unless the concrete ``backend`` runs ``dtype`` (a name, "float32" or "float64").
+
+    ``asked`` is the backend the caller was given, when it resolved to ``backend``
+    ("auto"), so that the message says which one runs here.
+
+    Raises
+    ------
+    ValueError
+        Naming `dtype`, the backend's dtypes and the value.
+    """
+    allowed = traits(backend).dtypes
+    if dtype not in allowed:
+        here = "" if asked in (None, backend) else f" (what backend {asked!r} runs on here)"
+        raise ValueError(f"`dtype` must be {' or '.join(map(repr, allowed))} with backend "
+                         f"{backend!r}{here}; got {dtype!r}.")
+
+
 #: The names a public entry point accepts: "auto" and every concrete backend.
 BACKENDS = ("auto",) + tuple(BACKEND_TRAITS)
 

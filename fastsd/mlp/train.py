@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import __version__, _progress, _threads
 from .._calls import Spans
-from .._dispatch import FAMILIES, traits
+from .._dispatch import FAMILIES, check_dtype, traits
 from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
@@ -501,15 +501,13 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
         dtype = kind.default_dtype
     dtype = np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype
     check_choice("dtype", dtype, DTYPES)
-    if dtype not in kind.dtypes:
-        raise ValueError(f"`dtype` must be {' or '.join(map(repr, kind.dtypes))} with backend "
-                         f"{backend!r}; got {dtype!r}.")
+    check_dtype(backend, dtype)
     alpha0s = [t.default_alpha0 if alpha0 is None else alpha0 for t in tasks]
 
     seed_seqs = [s if isinstance(s, np.random.Generator) else seed_sequence(s) for s in seeds]
     scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
     lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
-    check_representable(tasks, gammas, alpha0s, scales, lrs, dtype)
+    _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype)
     paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
              for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
@@ -520,7 +518,7 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
                 scales=scales, lrs=lrs, test_source=test_source, needs=needs)
 
 
-def check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
+def _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
     """Refuse a gamma whose output scale or learning rate is no normal number of ``dtype``.
 
     The engines hold both in the training dtype: in float32 a learning rate above 3.4e38

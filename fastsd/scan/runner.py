@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .._dispatch import BACKENDS, target_backend, traits
+from .._dispatch import BACKENDS, check_dtype, target_backend, traits
 from .. import _progress, _stop
 from .._json import strict_json
 from .._validation import check_choice, check_int
@@ -206,12 +206,8 @@ def _check_run_options(backend, dtype, executor):
     check_choice("dtype", dtype, (None, "float32", "float64"))
     check_executor(executor)
     target = target_backend(backend)
-    if dtype is not None and dtype not in traits(target).dtypes:
-        raise ValueError(f"`dtype` must be {' or '.join(map(repr, traits(target).dtypes))} with "
-                         f"backend {target!r}"
-                         + ("" if backend == target else f" (what backend {backend!r} runs on "
-                                                         f"here)")
-                         + f"; got {dtype!r}.")
+    if dtype is not None:
+        check_dtype(target, dtype, asked=backend)
     return target
 
 

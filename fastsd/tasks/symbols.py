@@ -146,12 +146,13 @@ class SameDifferent(Task):
                              f"got zeros in row {zero[0]}"
                              + (f" (and {zero.size - 1} more)" if zero.size > 1 else "") + ".")
         _, first, inverse = np.unique(S, axis=0, return_index=True, return_inverse=True)
-        repeat = np.flatnonzero(first[inverse.ravel()] != np.arange(S.shape[0]))
+        original = first[inverse.ravel()]           # each row's first equal row
+        repeat = np.flatnonzero(original != np.arange(S.shape[0]))
         if repeat.size:
             i = repeat[0]
             raise ValueError(f"`symbols` must have distinct rows: a different pair of two equal "
                              f"rows is a same pair labelled different; got row {i} equal to row "
-                             f"{first[inverse.ravel()[i]]}"
+                             f"{original[i]}"
                              + (f" (and {repeat.size - 1} more repeats)" if repeat.size > 1
                                 else "") + ".")
         task = cls.__new__(cls)
