@@ -18,13 +18,19 @@ Accuracies (train and test) are counts of sign(f~) decisions: a backend may
 disagree with the reference only on decisions whose reference logit is within
 a margin of 0 (1e-9 x max|f~| in float64, 1e-4 x max|f~| in float32); logits
 that are exactly 0 in the reference (at initialisation) must agree exactly.
+
+The float32 comparison holds while no ReLU gate flips: a preactivation (of w or of w0)
+within float32 rounding of 0 may take the other side in float32, and SGD carries that on
+(issue 41). The random float32 cases whose reference run has a preactivation within
+``GATE_MARGIN`` x max|h| of 0 are therefore not rounding comparisons and are discarded
+(a new user's run found one: |h| = 3.2e-8 against max|h| = 1.28 at step 51).
 """
 import math
 
 import numba
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from fastsd import SameDifferent, _philox, train, train_ensemble
@@ -39,6 +45,9 @@ from extremes import EXTREME
 EPS64 = np.finfo(np.float64).eps
 EPS32 = float(np.finfo(np.float32).eps)
 ALPHA0 = 0.1
+
+#: Preactivations closer to 0 than this, relative to the largest, may flip in float32.
+GATE_MARGIN = 1e-5
 
 TOL = {
     # rtol on the displacement, rtol on the train loss, margin on logits (relative)
@@ -69,6 +78,7 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
     # the documented noise: Philox words of (coordinate / 4, step, row), keyed by one draw
     key = _philox.keys(streams["noise"].integers(2**64, dtype=np.uint64))
     windows = []
+    closest_gate = math.inf             # min over steps of min |h| / max |h|, h of w and w0
     t = 0
     while t < steps:
         n = min(eval_every, steps - t)
@@ -80,6 +90,9 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
             if task.sigma2 > 0:
                 z = _philox.box_muller(_philox.words(key, [t + k], batch_size, 2 * d), np.float64)
                 x = x + z[0, :, :2 * d] * math.sqrt(task.sigma2 / d)
+            h = np.abs(np.concatenate([x @ w.T, x @ p0.w.T]))
+            if h.max() > 0:
+                closest_gate = min(closest_gate, h.min() / h.max())
             losses[k], gw, ga, fs[k] = ref.loss_and_grads(p0.w, p0.a, w, a, x, y[k], scale)
             w = w - lr * gw
             a = a - lr * ga
@@ -88,7 +101,7 @@ def reference_run(task, gamma, seed, *, width, steps, batch_size, eval_every, n_
         ft = ref.centered_output(p0.w, p0.a, w, a, xt, scale)
         windows.append(dict(step=t, f=fs, y=y, loss=losses, xt=xt, yt=yt, ft=ft))
     return dict(w0=p0.w, a0=p0.a, w=w, a=a, windows=windows, scale=scale, lr=lr,
-                steps=steps)
+                steps=steps, closest_gate=closest_gate)
 
 
 def allowed_flips(f_ref, margin):
@@ -172,6 +185,8 @@ def run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, dtype):
     kw = dict(width=width, steps=100, batch_size=batch_size, eval_every=eval_every,
               n_test=64)
     R = reference_run(task, g, seed, **kw)
+    if dtype == "float32":
+        assume(R["closest_gate"] >= GATE_MARGIN)     # else a gate may flip: not rounding
     for backend, path in BACKENDS:
         if path == "symbol" and sigma2 > 0:
             continue
@@ -199,6 +214,8 @@ def test_backends_match_reference_float64(d, L, width, batch_size, gamma, sigma2
 @settings(max_examples=25, deadline=None)
 @given(**backend_cases)
 @example(d=2, L=2, width=4, batch_size=8, gamma="lazy", sigma2=0.0, seed=9922, eval_every=30)
+@example(d=6, L=5, width=8, batch_size=2, gamma=1.0, sigma2=0.0, seed=25583,
+         eval_every=30)        # a gate at 2.5e-8 x max|h| flips at step 51: discarded
 def test_backends_match_reference_float32(d, L, width, batch_size, gamma, sigma2, seed,
                                           eval_every):
     run_all(d, L, width, batch_size, gamma, sigma2, seed, eval_every, "float32")

@@ -535,14 +535,21 @@ def _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
     for t, g, a0, sc, lr in zip(tasks, gammas, alpha0s, scales, lrs):
         if not (tiny <= sc <= big and tiny <= lr <= big):
             lo, hi = t.gamma_range(a0, dtype)
-            where = (f"`gamma` must lie in [{lo:.3g}, {hi:.3g}] for this task with "
-                     f"alpha0={a0:g} in {dtype}" if lo <= hi else
-                     f"no `gamma` can for this task with alpha0={a0:g} in {dtype}: lower "
-                     f"`alpha0`")
+            normal = (f"normal {dtype} numbers ({tiny:.3g} to {big:.3g}); got gamma={g!r} "
+                      f"(scale {sc:.3g}, learning rate {lr:.3g}).")
+            if lo > hi:
+                raise ValueError(
+                    f"`alpha0` must be smaller: with alpha0={a0:g} no gamma gives an output "
+                    f"scale 1/(gamma sqrt(D)) (D = {t.scale_dim}) and a learning rate that are "
+                    f"both {normal}")
+            wider = ""
+            if dtype == "float32":
+                lo64, hi64 = t.gamma_range(a0, "float64")
+                wider = f" (in float64: [{lo64:.3g}, {hi64:.3g}])"
             raise ValueError(
-                f"{where}, so that the output scale 1/(gamma sqrt(D)) and the learning rate "
-                f"are normal {dtype} numbers ({tiny:.3g} to {big:.3g}); got gamma={g!r} "
-                f"(scale {sc:.3g}, learning rate {lr:.3g}).")
+                f"`gamma` must lie in [{lo:.3g}, {hi:.3g}] for this task with alpha0={a0:g} "
+                f"in {dtype}{wider}, so that the output scale 1/(gamma sqrt(D)) "
+                f"(D = {t.scale_dim}) and the learning rate are {normal}")
 
 
 @TRAINING.keywords
