@@ -17,7 +17,7 @@ Then, over every cell in ``--out`` (this run's and earlier ones, on any machine)
 * the count laws (``COUNT_LAWS``: R, the cross-approximation terms, the
   flow's steps, the test blocks' terms) are fitted by least squares on their
   logarithms, and the prices (``PRICES``) phase by phase by non-negative least
-  squares on relative error (``fastsd._pricing.fit``), each unit's count times
+  squares on relative error (``fastsd._pricing.fit_prices``), each unit's count times
   its probe factor, so that the prices are the reference machine's; ``--fit``
   prints both as Python, to paste into ``fastsd/kernels/costs.py``;
 * a table gives, per cell, the measured seconds and the ratio measured /
@@ -116,9 +116,9 @@ def _cell(args):
 
 
 def _probe_now(_):
-    """This machine's factors (``fastsd.mlp.costs.probe``), measured now, not read from the
-    cache, in a fresh process."""
-    from fastsd.mlp.costs import probe
+    """This machine's factors for the lazy limit (``fastsd.kernels.costs.probe``), measured
+    now, not read from the cache, in a fresh process."""
+    from fastsd.kernels.costs import probe
 
     return probe()
 
@@ -198,15 +198,17 @@ def fit_prices(rows):
             if t > 0 and any(scaled.values()):
                 feats.append(scaled)
                 seconds.append(t)
-        prices.update(_pricing.fit(feats, seconds) if feats else dict.fromkeys(units, 0.0))
+        prices.update(_pricing.fit_prices(feats, seconds) if feats else dict.fromkeys(units, 0.0))
     return prices
 
 
 def _factor(r, unit):
-    """The factor of ``unit``'s kind in the probe run with cell r."""
+    """The factor of ``unit``'s kind in the probe run with cell r (NumPy work: "numpy"; files
+    written before the lazy limit had its own probe call it "scalar", the MLP engine's)."""
     from fastsd.kernels import costs
 
-    return r["factors"][costs.UNIT_KINDS.get(unit, "scalar")]
+    kind = costs.UNIT_KINDS.get(unit, "numpy")
+    return r["factors"][kind] if kind in r["factors"] else r["factors"]["scalar"]
 
 
 def _features(r, counts=None):
@@ -285,11 +287,10 @@ def main(argv=None):
         f"{q} {sum(r['phases'][q] for r in rows) / sum(r['wall'] for r in rows):.0%}"
         for q in costs.PHASES if q != "rest"))
     if args.fit:
-        print("COUNT_LAWS = {")
-        for k, v in laws.items():
-            print(f"    {k!r}: ({', '.join(f'{c:.4f}' for c in v)}),")
-        print("}")
-        print("PRICES = {" + ", ".join(f"{k!r}: {v:.4g}" for k, v in prices.items()) + "}")
+        print("for fastsd/kernels/prices.json:")
+        print(json.dumps({"count_laws": {k: [round(c, 4) for c in v] for k, v in laws.items()},
+                          "prices": {k: float(f"{v:.4g}") for k, v in prices.items()}},
+                         indent=1))
 
 
 if __name__ == "__main__":

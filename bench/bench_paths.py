@@ -4,10 +4,10 @@
 For every (L, d) of a grid, an ensemble of models of one seed (as a scan's
 group on the CPU: the gammas of one seed) trains on the dense path and on the
 symbol-basis path of backend "cpu", on one thread, with the real engines of
-``train_ensemble`` (``fastsd.mlp.costs.step_timer``: batches drawn and the
+``train_ensemble`` (``fastsd.mlp.calibration.step_timer``: batches drawn and the
 engine run, as one evaluation window of training). The two paths' runs
 alternate, ``--repeats`` times, and the fastest of each is kept. The table
-shows the path the cost model (``fastsd.mlp.costs.load``: this machine's
+shows the path the cost model (``fastsd.mlp.costs.time_model``: this machine's
 calibration, or the shipped fallback prices) picks, the measured time per
 step of the picked and of the rejected path, the model's predictions,
 auto / best (1.00 when auto picked the faster path) and the path the shipped
@@ -48,6 +48,11 @@ _CHILD = r"""
 import json, os, sys
 import fastsd
 from fastsd.mlp import costs
+try:                                      # a checkout from before the time model's split
+    from fastsd.mlp.calibration import step_timer
+    time_model = costs.time_model
+except ImportError:
+    step_timer, time_model = costs.step_timer, costs.load
 try:
     from fastsd import thread_limit
 except ImportError:                       # a checkout from before fastsd.thread_limit
@@ -57,13 +62,13 @@ model, runs = None, {}
 for line in sys.stdin:
     q = json.loads(line)
     if model is None:
-        model = costs.load("cpu", q["dtype"])
+        model = time_model("cpu", q["dtype"])
     key = (q["path"], q["L"], q["d"])
     with thread_limit(1):
         if key not in runs:
-            runs[key] = costs.step_timer(q["path"], L=q["L"], d=q["d"], width=q["width"],
-                                         batch_size=q["batch_size"], models=q["models"],
-                                         dtype=q["dtype"])
+            runs[key] = step_timer(q["path"], L=q["L"], d=q["d"], width=q["width"],
+                                   batch_size=q["batch_size"], models=q["models"],
+                                   dtype=q["dtype"])
             runs[key](1)
         seconds = runs[key](q["steps"]) / q["steps"]
     auto = model.choose(L=q["L"], input_dim=2 * q["d"], width=q["width"],
@@ -129,13 +134,13 @@ def main(argv=None):
     if args.against and not os.path.isfile(os.path.join(args.against, "fastsd", "__init__.py")):
         ap.error(f"--against must be a checkout of fastsd (a folder holding fastsd/__init__.py); "
                  f"got {args.against!r}")
-
-    from fastsd.mlp import costs
+    from fastsd.mlp import calibration, costs
+    from fastsd.mlp import prices as mlp_prices
     from fastsd import thread_limit
     from fastsd._threads import cpu_model
 
-    model = costs.load("cpu", args.dtype, environ={**os.environ, costs.ENV: args.costs})
-    shipped = costs.fallback("cpu", args.dtype)
+    model = costs.time_model("cpu", args.dtype, environ={**os.environ, costs.ENV: args.costs})
+    shipped = mlp_prices.fallback("cpu", args.dtype)
     run_id = uuid.uuid4().hex[:12]
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": sys.version.split()[0],
                "platform": platform.platform(), "load_average": os.getloadavg()}
@@ -162,7 +167,7 @@ def main(argv=None):
             auto = model.choose(**sizes)
             steps = {p: max(2, min(args.steps, int(args.max_seconds / pred[p])))
                      for p in PATHS}
-            runs = {p: costs.step_timer(p, L=L, d=d, width=args.width,
+            runs = {p: calibration.step_timer(p, L=L, d=d, width=args.width,
                                         batch_size=args.batch_size, models=args.models,
                                         dtype=args.dtype) for p in PATHS}
             best = {p: float("inf") for p in PATHS}

@@ -244,7 +244,7 @@ def main(argv=None):
     workers = cpu_count()
     run_id = uuid.uuid4().hex[:12]
     print(f"CPU: {cpu_model()}, {workers} cores (one worker per core, one thread each)")
-    print(f"cost model: {costs.load('cpu', 'float32').describe()}")
+    print(f"cost model: {costs.time_model('cpu', 'float32').describe()}")
     head = (f"{'preset':<8} {'part':<10} {'cells':>5} {'groups':>6} {'meas/pred':>9} "
             f"{'predicted':>9} {'extrapol.':>9} {'measured':>9}"
             + "".join(f" {p + ' 1-by-1':>12} {'x':>5}" for p in args.peers))
@@ -300,7 +300,7 @@ def main(argv=None):
         record = {"run_id": run_id, "time": datetime.datetime.now(datetime.timezone.utc)
                   .isoformat(timespec="seconds"), "preset": fig, "parts": parts,
                   "measured_wall_s": measured, "workers": workers, "cpu": cpu_model(),
-                  "cost_model": costs.load("cpu", "float32").describe()}
+                  "cost_model": costs.time_model("cpu", "float32").describe()}
         with open(args.out, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
     print("(H:MM:SS on this machine; 'x': the peer's wall time over fastsd's extrapolated one; "

@@ -3,9 +3,44 @@
 Shared by the MLP's cost model (``fastsd.mlp.costs``), the Bayes-optimal part
 (``fastsd.bayes``) and the lazy limit (``fastsd.kernels.costs``): each states
 what a call does as counts of its own units; the prices are non-negative, so a
-prediction grows with every count.
+prediction grows with every count. The shipped prices are data files beside the
+code that loads them (``table``), each with its provenance.
 """
+import json
+from importlib import resources
+
 import numpy as np
+
+#: What a price table's "provenance" must say: where, when, with which fastsd, and how.
+PROVENANCE = ("machine", "measured", "fastsd", "how")
+
+
+def table(package, name):
+    """The shipped table ``name`` (a JSON file of ``package``), checked for its provenance.
+
+    Parameters
+    ----------
+    package : str
+        The dotted package the file lies in, e.g. "fastsd.kernels".
+    name : str
+        The file's name, e.g. "prices.json".
+
+    Returns
+    -------
+    dict
+        The file's content; ``table(...)["provenance"]`` names ``PROVENANCE``.
+
+    Raises
+    ------
+    ValueError
+        When the file has no provenance, or it misses one of ``PROVENANCE``.
+    """
+    data = json.loads(resources.files(package).joinpath(name).read_text(encoding="utf-8"))
+    missing = [k for k in PROVENANCE if k not in data.get("provenance", {})]
+    if missing:
+        raise ValueError(f"the price table {package}/{name} must state its provenance "
+                         f"({', '.join(PROVENANCE)}); it lacks {', '.join(missing)}.")
+    return data
 
 
 def predict(prices, features):
@@ -14,7 +49,7 @@ def predict(prices, features):
     return float(sum(prices.get(unit, 0.0) * count for unit, count in features.items()))
 
 
-def fit(rows, seconds):
+def fit_prices(rows, seconds):
     """Prices that best predict measured ``seconds`` from ``rows`` of counts: non-negative
     least squares on relative error.
 

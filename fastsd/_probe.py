@@ -1,88 +1,79 @@
-"""This machine's speed against the machine the shipped prices were fitted on.
+"""This machine's speed against the machine the shipped prices were fitted on, and its load.
 
-The shipped time models (the MLP's ``FALLBACK_PRICES``, the lazy limit's and the
-Bayes part's ``PRICES``) were fitted on one development machine. On another
-CPU the same work runs at other rates, and GEMMs and scalar code do not change
-alike (an AVX2 CPU multiplies float32 matrices at less than half an AVX-512
-CPU's rate while its scalar code nearly keeps pace). ``factors()`` finds two
-factors, this machine's time over the reference machine's:
+The shipped time models (the MLP's prices, the lazy limit's and the Bayes part's)
+were fitted on one reference machine. On another CPU the same work runs at other
+rates, and kinds of work do not change alike (an AVX2 CPU multiplies float32
+matrices at less than half an AVX-512 CPU's rate while its scalar code nearly
+keeps pace). Each family owns its time model and its probe: a function that
+measures, now, this machine's seconds over the reference machine's for each
+kind of its work (the MLP times its engine for "gemm" and "scalar"; the lazy
+limit times its kernel entries for "entries"). This ground floor, which imports
+no family, keeps what they share:
 
-"gemm"
-    for BLAS multiply-adds (the units a model names as its ``GEMM_UNITS``);
-"scalar"
-    for everything else (compiled kernels, NumPy, Python);
-"gemm64"
-    for float64 BLAS multiply-adds (the lazy limit's kernel products and test
-    blocks, the Bayes-optimal distances): ``float64_gemm_seconds`` times the
-    lazy flow's two product GEMMs against ``REFERENCE_FLOAT64_GEMM``, their
-    seconds a flop on the reference machine;
-"entries"
-    for the lazy limit's kernel entries (the arc-cosine NTK formula, compiled):
-    ``kernel_entry_seconds`` times the matrix-free test logits against
-    ``REFERENCE_KERNEL_ENTRY``.
+- ``factors``: a family's factors, cached in ``<cache root>/probe.json``
+  (``fastsd._jitcache.cache_root``) with one entry per family and machine key
+  (``machine_key``: CPU model, cores, fastsd, the family's sources, NumPy,
+  SciPy, Numba), so a probe runs once a machine and checkout and another
+  checkout's entry is kept beside it;
+- the generic rates any family may name, measured here with NumPy alone
+  (``generic``): "gemm64", float64 BLAS multiply-adds (``float64_gemm_seconds``),
+  and "numpy", NumPy's element-wise and memory-bound work (``numpy_seconds``),
+  against the reference machine's seconds in ``probe_references.json``;
+- ``clock``: every probe times the calling thread's CPU time, not the wall
+  clock, so a busy machine, whose other processes take the cores in turns,
+  does not read as a slow one;
+- ``correction``: the runs' own measured CPU seconds against their predicted
+  ones (``record``, at the end of each scan), by family; a model that keeps
+  predicting too short or too long is corrected by their ratio;
+- ``busy_cores``: the cores other processes keep busy now, which a prediction of
+  wall time (not of work) must share (``slowdown``).
 
-``fastsd.mlp.costs.probe`` times the MLP's real engine (``step_timer``, one thread)
-at its ``PROBES``: dense steps, where the GEMMs weigh most, and symbol-path steps,
-where scalar code does. The shipped float32 prices predict each on the
-reference machine (where they were fitted, within a few percent), split into
-their GEMM and other units; the two factors fit measured = f_gemm x GEMM part
-+ f_scalar x other part over the probes (non-negative least squares on relative
-error, as the prices were fitted); between its rounds it times the float64
-product (``float64_gemm_seconds``) and the kernel entries
-(``kernel_entry_seconds``), the fastest of the rounds kept. About a second once
-the kernels are loaded.
-
-A price is then scaled by the factor of its unit's kind (``scale``): a float32 model's
-GEMM units by "gemm", a float64 model's by "gemm64", kernel entries by "entries", the other
-units by "scalar". The factors are
-cached in ``<cache root>/probe.json`` (``fastsd._jitcache.cache_root``), one entry per
-machine key (the MLP calibration's: CPU model, cores, fastsd's engines, NumPy,
-SciPy, Numba), so the probe runs once a machine and checkout, and another checkout's
-entry is kept beside it. Every probe times the calling thread's CPU time (``clock``),
-not the wall clock: a busy machine, whose other processes take the cores in turns,
-does not read as a slow one. ``FASTSD_COSTS=fallback`` (the
-tests) keeps the prices as fitted: factors of 1.
+``FASTSD_COSTS=fallback`` (the tests) keeps the prices as fitted: factors of 1,
+no correction, no load.
 """
 import hashlib
 import json
+import math
 import os
 import time
 
-from . import _jitcache
+from . import __version__, _jitcache
+from ._pricing import table
 
-#: Version of the cache file's layout: one entry per machine key (format 4 held one).
-FORMAT = 5
+#: Version of the cache file's layout: entries per family and machine key, with the runs'
+#: feedback (format 5 held the factors of all families in one entry per machine key).
+FORMAT = 6
 #: The probe's clock: the calling thread's CPU time, where every probe runs (one thread),
 #: so that time spent waiting for a core another process holds is not read as slowness.
 clock = time.thread_time
-KINDS = ("gemm", "scalar", "gemm64", "entries")
 #: The factors a cached file may hold; outside them (a damaged file) the probe runs again.
 LIMITS = (0.05, 20.0)
+#: The generic rates' seconds on the reference machine (``probe_references.json``).
+REFERENCES = table("fastsd", "probe_references.json")
+#: The kinds ``generic`` measures.
+GENERIC = ("gemm64", "numpy")
+#: Runs whose measured / predicted CPU seconds ``correction`` averages (the latest), the
+#: least predicted seconds a run must have to count, and the range a correction stays in.
+FEEDBACK_RUNS = 8
+FEEDBACK_MIN_SECONDS = 2.0
+CORRECTION_LIMITS = (0.25, 4.0)
 
 
-#: Seconds a flop of the lazy flow's float64 product GEMMs (``float64_gemm_seconds``) on the
-#: reference machine, one thread (72 GFLOP/s: the rate fitted to its lazy-limit cells).
-REFERENCE_FLOAT64_GEMM = 1.392e-11
-#: Seconds a kernel entry of the matrix-free test logits (``kernel_entry_seconds``) on the
-#: reference machine, one thread (fitted to its lazy-limit cells below
-#: ``fastsd.kernels.kron.TEST_CROSS_MIN_L``, where they are most of the time).
-REFERENCE_KERNEL_ENTRY = 5.596e-09
-#: The test logits timed: n test pairs against the L^2 pairs of L symbols in d dimensions.
-KERNEL_ENTRY_SHAPE = (96, 128, 32)
-#: The product timed: L = 384 symbols, R = 27 Kronecker terms (the count law's at d = 256).
-FLOAT64_GEMM_SHAPE = (384, 27)
+def _off(environ):
+    return environ.get("FASTSD_COSTS") == "fallback"
 
 
 def float64_gemm_seconds(repeats=3):
     """Seconds a flop of float64 GEMMs on one thread, in the lazy flow's shapes.
 
-    One product of ``fastsd.kernels.kron.KronFactors`` at ``FLOAT64_GEMM_SHAPE``:
-    (R L x L) @ (L x L), then (L x R L) @ (R L x L), 4 R L^3 flops; the fastest of
-    ``repeats``. About 0.1 s a repeat on an AVX2 core. The caller sets the threads.
+    A product of ``fastsd.kernels.kron.KronFactors`` at ``probe_references.json``'s
+    ``float64_gemm_shape`` (L = 384, R = 27): (R L x L) @ (L x L), then
+    (L x R L) @ (R L x L), 4 R L^3 flops; the fastest of ``repeats``. About
+    0.1 s a repeat on an AVX2 core. The caller sets the threads.
     """
     import numpy as np
 
-    L, R = FLOAT64_GEMM_SHAPE
+    L, R = REFERENCES["float64_gemm_shape"]
     a = np.full((R * L, L), 0.5)
     c = np.full((L, L), 0.25)
     bh = np.full((R * L, L), 0.125)
@@ -96,47 +87,72 @@ def float64_gemm_seconds(repeats=3):
     return best / (4.0 * R * L ** 3)
 
 
-def kernel_entry_seconds(repeats=3):
-    """Seconds a kernel entry on one thread: the matrix-free test logits of the lazy limit.
+def numpy_seconds(repeats=3):
+    """Seconds an element of NumPy's memory-bound and element-wise work on one thread.
 
-    The "cpu" backend's ``pair_kernel_matvec`` (the NTK of n test pairs against
-    all L^2 training pairs times a vector) at ``KERNEL_ENTRY_SHAPE``, n L^2
-    entries; the fastest of ``repeats``. About 30 ms a repeat on an AVX2 core. The
-    caller sets the threads.
+    On R x L x L float64 (``float64_gemm_shape``): the rearranging copy of a
+    Kronecker product's intermediate, an exp in place and as many normal draws;
+    the fastest of ``repeats``. About 30 ms a repeat.
     """
     import numpy as np
 
-    from .kernels.backend import KERNELS
-
-    n, L, d = KERNEL_ENTRY_SHAPE
-    cpu = KERNELS.load("cpu")[1]
+    L, R = REFERENCES["float64_gemm_shape"]
+    x = np.full((R, L, L), 0.5)
     rng = np.random.default_rng(0)
-    S, X1, X2 = (rng.standard_normal((k, d)) / np.sqrt(d) for k in (L, n, n))
-    u, v = np.divmod(np.arange(L * L), L)
-    norms = np.sum(S * S, axis=1)
-    args = (X1 @ S.T, np.arange(n), X2 @ S.T, np.arange(n),
-            np.sum(X1 * X1, axis=1) + np.sum(X2 * X2, axis=1), u, v, norms[u] + norms[v],
-            np.ones((L * L, 1)))
-    cpu.pair_kernel_matvec(*args)           # compiled or loaded, caches warm
     best = float("inf")
     for _ in range(repeats):
         start = clock()
-        cpu.pair_kernel_matvec(*args)
+        y = x.transpose(1, 0, 2).copy()
+        np.exp(y, out=y)
+        rng.standard_normal(R * L * L)
         best = min(best, clock() - start)
-    return best / (n * L * L)
+    return best / (R * L * L)
+
+
+def generic(repeats=3):
+    """The generic factors, now: {"gemm64", "numpy"}, this machine's seconds over the
+    reference machine's (> 1 where it is slower; at least ``LIMITS[0]``), on one thread.
+
+    The two take turns, ``repeats`` rounds, the fastest of each kept.
+    """
+    from ._threads import thread_limit
+
+    gemm64 = numpy = math.inf
+    with thread_limit(1):
+        for _ in range(repeats):
+            gemm64 = min(gemm64, float64_gemm_seconds(repeats=1))
+            numpy = min(numpy, numpy_seconds(repeats=1))
+    return {"gemm64": max(gemm64 / REFERENCES["float64_gemm"], LIMITS[0]),
+            "numpy": max(numpy / REFERENCES["numpy"], LIMITS[0])}
+
+
+def machine_key(sources, **extra):
+    """What a family's factors depend on: CPU, cores, fastsd and the family's ``sources``
+    (``fastsd._jitcache.source_hash``'s parts), NumPy, SciPy, Numba; ``extra`` entries
+    added. A cached entry is used only where all are equal."""
+    import numba
+    import numpy as np
+    import scipy
+
+    from ._threads import cpu_count, cpu_model
+
+    return {**extra, "cpu": cpu_model(), "cores": cpu_count(), "fastsd": __version__,
+            "sources": _jitcache.source_hash(parts=tuple(sources)),
+            "numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__}
 
 
 def cache_path(environ=None):
-    """The file of the cached probe: ``<cache root>/probe.json``."""
+    """The file of the cached probes: ``<cache root>/probe.json``."""
     return os.path.join(_jitcache.cache_root(environ), "probe.json")
 
 
 _MEMO = {}
 
 
-def _entry_id(key):
-    """The cache entry's name for a machine key: a hash of its JSON."""
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+def _entry_id(family, key):
+    """The cache entry's name for a family and machine key: a hash of their JSON."""
+    text = json.dumps([family, key], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _entries(path):
@@ -150,25 +166,46 @@ def _entries(path):
     return data["entries"] if ok and isinstance(data.get("entries"), dict) else {}
 
 
-def _valid(entry, key):
-    return (isinstance(entry, dict) and entry.get("machine") == key
-            and isinstance(entry.get("factors"), dict)
+def _valid(entry, family, key, kinds):
+    return (isinstance(entry, dict) and entry.get("family") == family
+            and entry.get("machine") == key and isinstance(entry.get("factors"), dict)
             and all(isinstance(entry["factors"].get(k), float)
-                    and LIMITS[0] <= entry["factors"][k] <= LIMITS[1] for k in KINDS))
+                    and LIMITS[0] <= entry["factors"][k] <= LIMITS[1] for k in kinds))
 
 
-def factors(measure, key, environ=None):
-    """This machine's seconds over the reference machine's, by kind of work.
+def _update(path, ident, change):
+    """Apply ``change`` to the entry ``ident`` of ``path`` (read again, written whole and
+    atomically: another process may have added one); nothing on a read-only cache."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        entries = _entries(path)
+        entries[ident] = change(entries.get(ident))
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"format": FORMAT, "entries": entries}, fh, indent=1)
+        os.replace(tmp, path)
+    except OSError:             # a read-only cache: measure again in the next process
+        pass
 
-    Cached per machine key (``cache_path``: one entry for each key, so that two checkouts,
-    versions or machines sharing a cache keep their own), else measured and added.
+
+def factors(family, measure, key, kinds, environ=None):
+    """This machine's seconds over the reference machine's, by kind of a family's work.
+
+    Cached per family and machine key (``cache_path``: one entry for each, so that two
+    checkouts, versions or machines sharing a cache keep their own), else measured and
+    added.
 
     Parameters
     ----------
+    family : str
+        Whose factors ("mlp", "kernels", "bayes").
     measure : callable
-        Returns the factors, measured now (``fastsd.mlp.costs.probe``).
+        Returns the factors, measured now (the family's probe).
     key : dict
-        The machine's key (JSON-ready): the entry stored under it is used, no other.
+        The machine's key (JSON-ready; ``machine_key``): the entry stored under it is used,
+        no other.
+    kinds : tuple of str
+        The factors ``measure`` gives; a cached entry lacking one is measured again.
     environ : mapping, optional
         Environment variables (default ``os.environ``): ``FASTSD_COSTS``
         ("fallback": factors of 1) and those of the cache root.
@@ -176,35 +213,68 @@ def factors(measure, key, environ=None):
     Returns
     -------
     dict of str to float
-        {"gemm", "scalar", "gemm64", "entries"}: > 1 where this machine is slower.
+        One factor a kind: > 1 where this machine is slower.
     """
     environ = os.environ if environ is None else environ
-    if environ.get("FASTSD_COSTS") == "fallback":
-        return {k: 1.0 for k in KINDS}
-    path, ident = cache_path(environ), _entry_id(key)
+    if _off(environ):
+        return {k: 1.0 for k in kinds}
+    path, ident = cache_path(environ), _entry_id(family, key)
     if (path, ident) in _MEMO:
         return _MEMO[path, ident]
     entry = _entries(path).get(ident)
-    if _valid(entry, key):
+    if _valid(entry, family, key, kinds):
         _MEMO[path, ident] = entry["factors"]
         return entry["factors"]
-    got = measure()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        entries = _entries(path)            # read again: another process may have added one
-        entries[ident] = {"machine": key, "factors": got,
-                          "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"format": FORMAT, "entries": entries}, fh, indent=1)
-        os.replace(tmp, path)
-    except OSError:             # a read-only cache: measure again in the next process
-        pass
+    got = {k: float(v) for k, v in measure().items()}
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    _update(path, ident, lambda old: {"family": family, "machine": key, "factors": got,
+                                      "measured_at": stamp, "runs": []})
     _MEMO[path, ident] = got
     return got
 
 
-def scale(prices, f, kinds):
+def record(family, key, predicted, measured, environ=None):
+    """Keep a run's predicted and measured CPU seconds in the family's entry (the latest
+    ``FEEDBACK_RUNS``), for ``correction``. Runs predicted under ``FEEDBACK_MIN_SECONDS``
+    are too short to tell, and nothing is kept without a probed entry or under
+    ``FASTSD_COSTS=fallback``."""
+    environ = os.environ if environ is None else environ
+    predicted, measured = float(predicted), float(measured)
+    if _off(environ) or not (predicted >= FEEDBACK_MIN_SECONDS and measured > 0):
+        return
+    path, ident = cache_path(environ), _entry_id(family, key)
+
+    def add(entry):
+        if entry is None:
+            raise _NoEntry
+        runs = [r for r in entry.get("runs", []) if isinstance(r, list) and len(r) == 2]
+        return dict(entry, runs=(runs + [[predicted, measured]])[-FEEDBACK_RUNS:])
+    try:
+        _update(path, ident, add)
+    except _NoEntry:
+        pass
+
+
+class _NoEntry(Exception):
+    """No probed entry to add a run to."""
+
+
+def correction(family, key, environ=None):
+    """The factor a family's predictions are multiplied by: the kept runs' measured over
+    predicted CPU seconds (``record``), within ``CORRECTION_LIMITS``; 1 without runs."""
+    environ = os.environ if environ is None else environ
+    if _off(environ):
+        return 1.0
+    entry = _entries(cache_path(environ)).get(_entry_id(family, key)) or {}
+    runs = [r for r in entry.get("runs", ()) if isinstance(r, list) and len(r) == 2
+            and all(isinstance(x, float) and math.isfinite(x) and x > 0 for x in r)]
+    if not runs:
+        return 1.0
+    ratio = sum(m for _, m in runs) / sum(p for p, _ in runs)
+    return min(max(ratio, CORRECTION_LIMITS[0]), CORRECTION_LIMITS[1])
+
+
+def scale(prices, f, kinds, other="scalar"):
     """``prices`` (unit -> seconds on the reference machine) for this machine.
 
     Parameters
@@ -213,12 +283,35 @@ def scale(prices, f, kinds):
     f : dict
         The machine's factors (``factors``).
     kinds : dict of str to str
-        The kind (``KINDS``) of each unit that is not "scalar": "gemm" for
-        float32 BLAS multiply-adds (the MLP), "gemm64" for float64 ones (lazy
-        limit, Bayes), "entries" for the lazy limit's kernel entries.
+        The kind of each unit that is not ``other``.
+    other : str, default "scalar"
+        The kind of the units ``kinds`` does not name.
 
     Returns
     -------
     dict of str to float
     """
-    return {unit: value * f[kinds.get(unit, "scalar")] for unit, value in prices.items()}
+    return {unit: value * f[kinds.get(unit, other)] for unit, value in prices.items()}
+
+
+def busy_cores(interval=0.5, environ=None):
+    """Cores' worth of CPU that other processes used over the last ``interval`` seconds, on
+    the cores this process may run on (0 under ``FASTSD_COSTS=fallback``). The caller is
+    asleep meanwhile, so what is busy is not its own work."""
+    import psutil
+
+    environ = os.environ if environ is None else environ
+    if _off(environ):
+        return 0.0
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    per_cpu = psutil.cpu_percent(interval=interval, percpu=True)
+    if cores is not None:
+        per_cpu = [per_cpu[c] for c in cores if c < len(per_cpu)]
+    return sum(per_cpu) / 100.0
+
+
+def slowdown(workers, busy, cores):
+    """Wall time over CPU time of ``workers`` busy processes on ``cores`` shared with
+    ``busy`` cores' worth of other work: each process gets cores / (workers + busy) of a
+    core when they outnumber the cores, as a fair scheduler shares them."""
+    return max(1.0, (workers + busy) / max(cores, 1))

@@ -71,7 +71,7 @@ import numpy as np
 from . import __version__, _probe, _threads
 from ._json import strict_json
 from ._memory import Need, check_fits
-from ._pricing import predict
+from ._pricing import predict, table
 from ._rng import seed_sequence
 from ._stats import stratified_accuracy_se
 from ._validation import check_array, check_choice, check_float, check_seed
@@ -432,22 +432,55 @@ def cost_features(d, L, n_test, prior):
             "terms": float(n_test * L) if memorizing else 0.0}
 
 
-#: Seconds per unit of ``cost_features`` on one thread (float64 NumPy/BLAS), fitted by
-#: non-negative least squares on relative error to ``accuracy`` timed (best of 3, one
-#: thread) at d in {16, 64, 256}, L in {2, 64, 1024, 8192}, n_test in {2000, 20000}, both
-#: priors, on the 2-core development machine (Intel Xeon, AVX-512; 2026-12-02): shipped,
-#: not calibrated per machine (a rough estimate for ``fastsd reproduce --dry-run``); there
-#: it predicted each of those 48 cells within 0.69-1.25x.
-PRICES = {"cell": 1.953e-04, "symbols": 8.493e-09, "inputs": 5.723e-08, "gemm": 2.154e-11,
-          "terms": 2.147e-08}
+#: The shipped prices (``bayes_prices.json`` beside this module, with their provenance):
+#: seconds per unit of ``cost_features`` on one thread (float64 NumPy/BLAS) on the reference
+#: machine; a rough estimate for ``fastsd reproduce --dry-run``.
+TABLE = table("fastsd", "bayes_prices.json")
+PRICES = dict(TABLE["prices"])
 #: Where ``PRICES`` were measured.
-MEASURED_ON = "Intel Xeon (AVX-512), 2 cores, 2026-12-02"
+MEASURED_ON = f"{TABLE['provenance']['machine']}, {TABLE['provenance']['measured']}"
+#: The family's name in the probe's cache, the kinds of its factors (``fastsd._probe.generic``:
+#: "gemm" for the distances' multiply-adds, "numpy" for the rest) and its sources.
+FAMILY = "bayes"
+PROBE_KINDS = _probe.GENERIC
+SOURCES = ("bayes.py",)
+
+
+def _key():
+    return _probe.machine_key(SOURCES)
+
+
+def machine_factors(environ=None):
+    """This machine's factors (``PROBE_KINDS``), cached by ``fastsd._probe``; 1 under
+    ``FASTSD_COSTS=fallback``."""
+    return _probe.factors(FAMILY, _probe.generic, _key(), PROBE_KINDS, environ)
+
+
+def correction(environ=None):
+    """The runs' feedback on the Bayes-optimal prices (``fastsd._probe.correction``)."""
+    return _probe.correction(FAMILY, _key(), environ)
+
+
+def record(predicted, measured, environ=None):
+    """Keep a scan's predicted and measured CPU seconds of Bayes-optimal cells."""
+    _probe.record(FAMILY, _key(), predicted, measured, environ)
+
+
+def prices(environ=None):
+    """``PRICES`` scaled to this machine by its probe and its runs' feedback."""
+    c = correction(environ)
+    f = {k: v * c for k, v in machine_factors(environ).items()}
+    return _probe.scale(PRICES, f, {"gemm": "gemm64"}, other="numpy")
 
 
 def predicted_seconds(d, L, n_test, prior):
-    """Predicted seconds of ``accuracy`` on one thread (``cost_features`` times ``PRICES``,
-    scaled to this machine by ``fastsd._probe``)."""
-    from .mlp.costs import machine_factors
+    """Predicted seconds of ``accuracy`` on one thread (``cost_features`` times ``prices``)."""
+    return predict(prices(), cost_features(d, L, n_test, prior))
 
-    return predict(_probe.scale(PRICES, machine_factors(), {"gemm": "gemm64"}),
-                   cost_features(d, L, n_test, prior))
+
+def describe():
+    """One line on where the Bayes-optimal part's prices come from, for ``--dry-run``."""
+    f, c = machine_factors(), correction()
+    runs = f", its runs' feedback x{c:.2f}" if c != 1.0 else ""
+    return (f"bayes: shipped prices measured on {MEASURED_ON}, scaled to this machine by "
+            f"its probe (float64 GEMM x{f['gemm64']:.2f}, NumPy x{f['numpy']:.2f}{runs})")

@@ -114,7 +114,7 @@ def _add_calibrate_parser(sub):
         sub, "calibrate", "measure this machine's cost model of the training paths",
         "Time the MLP's training engines on one thread at a few shapes (about 10 s), fit the "
         "cost model that path='auto' and `fastsd reproduce --dry-run` use, and store it for "
-        "this machine (fastsd.mlp.costs; in ~/.cache/fastsd/costs/, or $XDG_CACHE_HOME/fastsd/"
+        "this machine (fastsd.mlp.calibration; in ~/.cache/fastsd/costs/, or $XDG_CACHE_HOME/fastsd/"
         "costs/). Without it, the shipped prices of the development machine are used.",
         CALIBRATE, _cmd_calibrate, quiet_help="no progress bar",
         json_help="print the fitted model as JSON")
@@ -238,15 +238,15 @@ def _executor(args):
 
 
 def _cmd_calibrate(args):
-    from .mlp import costs
+    from .mlp import calibration, prices
 
-    model = costs.calibrate(args.backend, args.dtype, repeats=args.repeats, seconds=args.seconds,
-                            progress=not args.quiet)
+    model = calibration.calibrate(args.backend, args.dtype, repeats=args.repeats,
+                                  seconds=args.seconds, progress=not args.quiet)
     if args.json:
-        print(json.dumps(dict(model.to_json(), file=costs.cache_path(model.backend)),
+        print(json.dumps(dict(model.to_json(), file=calibration.cache_path(model.backend)),
                          sort_keys=True))
         return
-    print(f"{model.describe()}\nstored in {costs.cache_path(model.backend)}")
+    print(f"{model.describe()}\nstored in {calibration.cache_path(model.backend)}")
     print(f"  {'path':<7}{'inputs':>8}{'L':>6}{'p':>6}{'m':>6}{'B':>5}{'models':>7}  "
           f"{'measured':>11}{'model':>11}")
     for pt in model.points:
@@ -258,7 +258,7 @@ def _cmd_calibrate(args):
     print("  (ms per step on one thread; p: input dimension; inputs: clean symbol pairs, "
           "noisy ones, blurred Pentomino images or PSVRT stamps)")
     for d in (64, 256, 1024):
-        L = costs.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
+        L = prices.crossover(model, input_dim=2 * d, width=1024, batch_size=128)
         print(f"  path='auto' at d = {d}, m = 1024, B = 128: symbol for L <= {L}, dense above")
 
 

@@ -14,7 +14,7 @@ the "lazy_limit" cell, ``fastsd ntk``), ``WALKERS`` (``fastsd.walkers.simulate``
 the "walkers" cell, ``fastsd walkers``), ``BAYES`` (``fastsd.bayes.accuracy``
 through the "bayes" cell), ``WEIGHT_STRUCTURE``, ``WEIGHT_IMAGES`` and
 ``MAX_MARGIN`` (the cells of Fig. 1a/1d, A1 and C1) and ``CALIBRATE``
-(``fastsd.mlp.costs.calibrate``, ``fastsd calibrate``).
+(``fastsd.mlp.calibration.calibrate``, ``fastsd calibrate``).
 """
 import argparse
 import math

@@ -12,7 +12,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fastsd import SameDifferent, train, train_ensemble
-from fastsd.mlp import _cpu, _cuda, costs
+from fastsd.mlp import _cpu, _cuda, calibration, costs
+from fastsd.mlp import prices as mlp_prices
 from fastsd.params import CALIBRATE
 
 #: Tiny shapes, two or more per path: a calibration of a fraction of a second.
@@ -35,7 +36,7 @@ def home(tmp_path, monkeypatch):
 
 
 def tiny_calibration(home, dtype="float32"):
-    return costs.calibrate("cpu", dtype, shapes=TINY_SHAPES, repeats=1, seconds=0.001,
+    return calibration.calibrate("cpu", dtype, shapes=TINY_SHAPES, repeats=1, seconds=0.001,
                            environ=home)
 
 
@@ -48,8 +49,8 @@ PRICES = st.dictionaries(st.sampled_from(["step", "model", "unit", "input", "wei
                                           "noise", "draw", "pair", "update", "rows",
                                           "flop", "entry", "stamp", "pixel", "scan"]),
                          st.floats(0, 1e-3), min_size=1)
-MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
-          costs.fallback("cuda", "float32")]
+MODELS = [mlp_prices.fallback("cpu", "float32"), mlp_prices.fallback("cpu", "float64"),
+          mlp_prices.fallback("cuda", "float32")]
 
 
 @given(sizes=SIZES, grow=st.sampled_from(["L", "input_dim", "width", "batch_size", "models",
@@ -63,7 +64,7 @@ MODELS = [costs.fallback("cpu", "float32"), costs.fallback("cpu", "float64"),
 def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, path, backend,
                                                        images):
     # for the shipped prices and for any non-negative ones a calibration can fit
-    fitted = costs.CostModel(backend, "float32", {"dense": prices, "symbol": prices,
+    fitted = mlp_prices.CostModel(backend, "float32", {"dense": prices, "symbol": prices,
                                                   "sparse": prices}, "calibrated")
     # the sparse path trains images (blurred, or sharp stamps), of a number of pixels each
     kind = dict(inputs=images, entries=1.0 + sizes["L"] / 7) if path == "sparse" else {}
@@ -85,7 +86,7 @@ def test_a_step_takes_no_less_time_when_any_size_grows(sizes, grow, by, prices, 
        eval_every=st.integers(1, 5000))
 def test_training_takes_no_less_time_with_more_steps_or_evaluations(sizes, steps, more,
                                                                     eval_every):
-    model = costs.fallback()
+    model = mlp_prices.fallback()
     kw = dict(sizes, eval_every=eval_every, n_test=64)
     t = model.train_seconds("symbol", steps=steps, **kw)
     assert model.train_seconds("symbol", steps=steps + more, **kw) >= t > 0
@@ -94,29 +95,30 @@ def test_training_takes_no_less_time_with_more_steps_or_evaluations(sizes, steps
 
 
 def test_the_choice_is_per_model_and_ties_go_dense():
-    model = costs.fallback()
+    model = mlp_prices.fallback()
     sizes = dict(L=64, input_dim=512, width=1024, batch_size=128)
     assert model.choose(**sizes) == "symbol"
-    flat = costs.CostModel("cpu", "float32", {"dense": {"step": 1.0}, "symbol": {"step": 1.0}},
+    flat = mlp_prices.CostModel("cpu", "float32", {"dense": {"step": 1.0}, "symbol": {"step": 1.0}},
                            "calibrated")
     assert flat.choose(**sizes) == "dense"
     # the symbol path's time grows with L and the dense path's does not: one crossover
-    L = costs.crossover(model, input_dim=512, width=1024, batch_size=128)
+    L = mlp_prices.crossover(model, input_dim=512, width=1024, batch_size=128)
     assert model.choose(**dict(sizes, L=L)) == "symbol"
     assert model.choose(**dict(sizes, L=L + 1)) == "dense"
-    assert costs.crossover(flat, input_dim=512, width=1024, batch_size=128) == 1
+    assert mlp_prices.crossover(flat, input_dim=512, width=1024, batch_size=128) == 1
 
 
 def test_the_shipped_prices_pick_the_faster_path_at_the_measured_points():
-    # _cpu.FALLBACK_CHECK: both paths timed side by side by bench/bench_paths.py on the
+    # prices_cpu.json's "check": both paths timed side by side by bench/bench_paths.py on the
     # machine the prices were fitted on; wherever one path was more than 15% faster (closer
     # is a tie there: a busy machine's runs of one cell spread by about 10%), the shipped
     # prices pick it, and they predict each time within a factor 1.5.
-    model = costs.fallback("cpu", "float32")
-    check = _cpu.FALLBACK_CHECK
+    model = mlp_prices.fallback("cpu", "float32")
+    check = mlp_prices.TABLES["cpu"]["check"]
     assert len(check["points"]) >= 12
     decided = 0
-    for (L, d), measured in check["points"].items():
+    for measured in check["points"]:
+        L, d = measured["L"], measured["d"]
         sizes = dict(L=L, input_dim=2 * d, width=check["width"], batch_size=check["batch_size"])
         dense, symbol = measured["dense"], measured["symbol"]
         if max(dense, symbol) > 1.15 * min(dense, symbol):
@@ -131,7 +133,7 @@ def test_the_shipped_prices_pick_the_faster_path_at_the_measured_points():
 def test_the_gpu_keeps_its_operation_count_choice():
     # no GPU has calibrated backend "cuda": its nominal prices choose as its operation
     # counts did, symbol when 2 L (B + L) m < 4 B p m
-    model = costs.load("cuda", "float32")
+    model = costs.time_model("cuda", "float32")
     assert model.source == "fallback"
     for L in (2, 16, 100, 256, 1000, 4096):
         for d in (4, 64, 256, 1024):
@@ -141,7 +143,7 @@ def test_the_gpu_keeps_its_operation_count_choice():
 
 
 def test_bad_sizes_and_paths_are_refused_by_name():
-    model = costs.fallback()
+    model = mlp_prices.fallback()
     sizes = dict(L=8, input_dim=8, width=8, batch_size=8)
     with pytest.raises(ValueError, match="`path` must be one of"):
         model.step_seconds("images", **sizes)
@@ -162,73 +164,73 @@ def test_bad_sizes_and_paths_are_refused_by_name():
     # batch is half same pairs (measure('symbol', inputs='noise') timed a run train refuses)
     for inputs in ("noise", "images"):
         with pytest.raises(ValueError, match="`inputs` must be 'symbols' on the symbol path"):
-            costs.measure("symbol", L=4, d=8, width=8, batch_size=4, inputs=inputs, steps=2,
+            calibration.measure("symbol", L=4, d=8, width=8, batch_size=4, inputs=inputs, steps=2,
                           repeats=1)
     with pytest.raises(ValueError, match="`batch_size` must be an even integer >= 2"):
-        costs.step_timer("dense", L=4, d=8, width=8, batch_size=3)
+        calibration.step_timer("dense", L=4, d=8, width=8, batch_size=3)
     with pytest.raises(ValueError, match="`backend` must have two training paths"):
-        costs.load("numpy")
+        costs.time_model("numpy")
     with pytest.raises(ValueError, match="`dtype` must be one of"):
-        costs.load("cpu", "float16")
+        costs.time_model("cpu", "float16")
     with pytest.raises(ValueError, match="`FASTSD_COSTS` must be one of 'auto', 'fallback'"):
-        costs.load("cpu", environ={costs.ENV: "calibrated"})
+        costs.time_model("cpu", environ={costs.ENV: "calibrated"})
 
 
 # -- calibration and its cache ---------------------------------------------------------
 
 def test_a_calibration_round_trips_through_the_cache(home):
     model = tiny_calibration(home)
-    assert model.source == "calibrated" and model.machine == costs.machine_key("cpu")
+    assert model.source == "calibrated" and model.machine == calibration.machine_key("cpu")
     assert [pt["path"] for pt in model.points] == [s[0] for s in TINY_SHAPES]
     assert all(pt["seconds"] > 0 for pt in model.points)
     assert all(v >= 0 for units in model.prices.values() for v in units.values())
-    path = costs.cache_path("cpu", home)
+    path = calibration.cache_path("cpu", home)
     assert path.startswith(home["XDG_CACHE_HOME"]) and path.endswith("costs/cpu.json")
-    assert costs.load("cpu", "float32", home) == model
-    assert costs.cached("cpu", "float64", home) is None       # only what was measured
+    assert costs.time_model("cpu", "float32", home) == model
+    assert calibration.cached("cpu", "float64", home) is None       # only what was measured
     other = tiny_calibration(home, "float64")
-    assert costs.load("cpu", "float32", home) == model and costs.load("cpu", "float64",
+    assert costs.time_model("cpu", "float32", home) == model and costs.time_model("cpu", "float64",
                                                                       home) == other
     # FASTSD_COSTS=fallback ignores it
-    assert costs.load("cpu", "float32", dict(home, **{costs.ENV: "fallback"})) == \
-        costs.fallback()
+    assert costs.time_model("cpu", "float32", dict(home, **{costs.ENV: "fallback"})) == \
+        mlp_prices.fallback()
 
 
 @pytest.mark.parametrize("field, value", [("cpu", "another CPU"), ("cores", 64),
                                           ("sources", "0" * 16), ("fastsd", "0.0.0")])
 def test_a_calibration_of_another_machine_or_other_sources_is_ignored(home, field, value):
     tiny_calibration(home)
-    path = costs.cache_path("cpu", home)
+    path = calibration.cache_path("cpu", home)
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     data["machine"][field] = value
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
-    assert costs.cached("cpu", "float32", home) is None
-    assert costs.load("cpu", "float32", home) == costs.probed("cpu", "float32", home)
+    assert calibration.cached("cpu", "float32", home) is None
+    assert costs.time_model("cpu", "float32", home) == costs.probed("cpu", "float32", home)
     fresh = tiny_calibration(home)               # calibrating here replaces it
-    assert costs.load("cpu", "float32", home) == fresh
+    assert costs.time_model("cpu", "float32", home) == fresh
 
 
 def test_an_unreadable_cache_falls_back(home):
-    path = costs.cache_path("cpu", home)
+    path = calibration.cache_path("cpu", home)
     os.makedirs(os.path.dirname(path))
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("{not json")
-    assert costs.load("cpu", "float32", home) == costs.probed("cpu", "float32", home)
+    assert costs.time_model("cpu", "float32", home) == costs.probed("cpu", "float32", home)
 
 
 def test_calibration_needs_every_path_and_a_backend_that_has_one():
     with pytest.raises(ValueError, match="`shapes` must time every path .* 'symbol'"):
-        costs.calibrate("cpu", shapes=TINY_SHAPES[:2], save=False)
+        calibration.calibrate("cpu", shapes=TINY_SHAPES[:2], save=False)
     with pytest.raises(ValueError, match="`backend` must have two training paths"):
-        costs.calibrate("numpy", save=False)
+        calibration.calibrate("numpy", save=False)
     with pytest.raises(ValueError, match="`repeats` must be an integer >= 1"):
-        costs.calibrate("cpu", shapes=TINY_SHAPES, repeats=0, save=False)
+        calibration.calibrate("cpu", shapes=TINY_SHAPES, repeats=0, save=False)
 
 
 def test_calibrate_defaults_are_the_declared_parameters():
-    sig = inspect.signature(costs.calibrate).parameters
+    sig = inspect.signature(calibration.calibrate).parameters
     for name, param in CALIBRATE.items():
         assert sig[name].default == param.default, name
 
@@ -244,12 +246,12 @@ def test_auto_follows_the_shipped_prices_not_a_calibration(home, monkeypatch):
     assert shipped.path == "symbol"                         # the shipped prices
     # a calibration that finds the symbol path slow: it predicts so, and auto stays symbol
     model = tiny_calibration(home)
-    slow = costs.CostModel("cpu", "float32", dict(model.prices, symbol={"step": 1.0}),
+    slow = mlp_prices.CostModel("cpu", "float32", dict(model.prices, symbol={"step": 1.0}),
                            "calibrated", model.machine, model.measured_at, model.points)
-    costs.write(slow, home)
+    calibration.write(slow, home)
     for name, value in home.items():
         monkeypatch.setenv(name, value)
-    assert costs.load().choose(L=4, input_dim=16, width=8, batch_size=4) == "dense"
+    assert costs.time_model().choose(L=4, input_dim=16, width=8, batch_size=4) == "dense"
     rs = train_ensemble([task, task], [1.0, 0.5], [1, 2], **{k: v for k, v in kw.items()
                                                             if k != "seed"})
     assert [r.path for r in rs] == ["symbol", "symbol"]
@@ -264,7 +266,7 @@ def test_step_costs_are_the_models_seconds():
     from fastsd.mlp.train import step_costs
 
     symbol, dense = step_costs(64, 128, 1024, 512)
-    model = costs.fallback()
+    model = mlp_prices.fallback()
     sizes = dict(L=64, input_dim=512, width=1024, batch_size=128)
     assert (symbol, dense) == (model.step_seconds("symbol", **sizes),
                                model.step_seconds("dense", **sizes))
@@ -272,20 +274,26 @@ def test_step_costs_are_the_models_seconds():
 
 
 def test_each_two_path_backend_states_its_model():
-    for module in (_cpu, _cuda):
-        for path in ("dense", "symbol"):
-            units = module.step_features(path, 4, 8, 16, 8)
-            assert set(units) <= set(module.FALLBACK_PRICES["float32"][path])
-        assert set(module.eval_features(8, 16, 8)) <= set(module.FALLBACK_PRICES["float32"]
-                                                          ["dense"])
-    assert all(len(s) == 7 for s in _cpu.CALIBRATION) and not hasattr(_cuda, "CALIBRATION")
+    for backend, module in (("cpu", _cpu), ("cuda", _cuda)):
+        shipped = mlp_prices.TABLES[backend]["prices"]
+        for dtype in mlp_prices.DTYPES:
+            for path in module.ENGINES:
+                inputs = "images" if path == "sparse" else "symbols"
+                units = module.step_features(path, 4, 8, 16, 8, 1, inputs, 4.0)
+                assert set(units) <= set(shipped[dtype][path]), (backend, dtype, path)
+            assert set(module.eval_features(8, 16, 8)) <= set(shipped[dtype]["dense"])
+    cpu = mlp_prices.TABLES["cpu"]
+    assert all(len(s) == 7 for s in cpu["calibration"]) and "calibration" not in \
+        mlp_prices.TABLES["cuda"]
+    assert {s[0] for s in cpu["calibration"]} == set(_cpu.ENGINES)
+    assert set(cpu["gemm_units"]) <= set().union(*cpu["prices"]["float32"].values())
 
 
 def test_the_calibrate_command_stores_and_prints_the_model(tmp_path, monkeypatch, capsys):
     from fastsd.cli import main
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(_cpu, "CALIBRATION", TINY_SHAPES)
+    monkeypatch.setitem(mlp_prices.TABLES["cpu"], "calibration", TINY_SHAPES)
     assert main(["calibrate", "--quiet", "--repeats", "1", "--seconds", "0.001"]) == 0
     out = capsys.readouterr().out
     path = tmp_path / "fastsd" / "costs" / "cpu.json"

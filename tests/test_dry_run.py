@@ -90,7 +90,7 @@ def test_plan_predicts_from_the_cost_model_and_says_what_it_cannot(tmp_path):
     assert serial.workers == 1 and serial.seconds == pytest.approx(serial.work)
     assert local.seconds == pytest.approx(predicted_wall(local.group_seconds, local.workers))
     # each group's time is the cost model's, for its ensemble on its path
-    pred, model = get_predictor("mlp"), costs.load("cpu", "float32")
+    pred, model = get_predictor("mlp"), costs.time_model("cpu", "float32")
     cell = pred.prepare(dict(L=64, gamma=1.0, seed=0, **FIXED))
     want = model.train_seconds(model.choose(L=64, input_dim=16, width=16, batch_size=128),
                                L=64, input_dim=16, width=16, batch_size=128, steps=20,

@@ -1,16 +1,63 @@
-"""The package's import graph: no module imports another's private name, and no circle.
+"""The package's import graph: floors, no private names across modules, and no circle.
 
 Read from the sources (every import, at module level or inside a function,
 since a function-level import is an arrow all the same). Private modules
 (``fastsd._threads``, ``fastsd.mlp._cpu``) are the package's own floors and may
 be imported; a private *name* (``_engines``, ``_clock``) of another module may
 not: what a module shares, it names publicly.
+
+The package stands on floors (``FLOORS``): a module imports only from floors below
+its own, or from its own package (``fastsd.mlp.train`` from ``fastsd.mlp.prices``);
+the ground floor's helpers may import each other and no one above. So the machine
+probe (``fastsd._probe``) imports no family, and each family's time model
+(``fastsd.mlp.costs``, ``fastsd.kernels.costs``, ``fastsd.bayes``) stands on it alone.
 """
 import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fastsd"
+
+
+#: The floors, lowest first: each a set of units (a top-level module or package of fastsd).
+FLOORS = (
+    {"fastsd", "fastsd.exceptions", "fastsd._json", "fastsd._numerics", "fastsd._validation",
+     "fastsd._rng", "fastsd._philox", "fastsd._stats", "fastsd._calls", "fastsd._stop",
+     "fastsd._progress", "fastsd._blas", "fastsd._jitcache", "fastsd._threads", "fastsd._pricing",
+     "fastsd._probe", "fastsd._memory", "fastsd._gemm", "fastsd._dispatch", "fastsd.conventions",
+     "fastsd.store"},
+    {"fastsd.params"},
+    {"fastsd.tasks", "fastsd.walkers"},
+    {"fastsd.mlp"},
+    {"fastsd.kernels", "fastsd.theory", "fastsd.bayes", "fastsd.analysis"},
+    {"fastsd.scan", "fastsd.plots"},
+    {"fastsd.presets"},
+    {"fastsd.figures"},
+    {"fastsd.reproduce"},
+    {"fastsd.cli"},
+    {"fastsd.__main__"},
+)
+
+
+def _unit(module):
+    """The top-level module or package of fastsd that ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def _upward(edges, floors=FLOORS):
+    """[(importer, imported)] of the imports that do not run down: to a unit on the same
+    floor or above (the ground floor's among themselves excepted), or to a unit on no floor."""
+    floor = {u: i for i, units in enumerate(floors) for u in units}
+    bad = []
+    for a, targets in sorted(edges.items()):
+        for b in sorted(targets):
+            ua, ub = _unit(a), _unit(b)
+            if ua == ub or ub == "fastsd":
+                continue
+            fa, fb = floor.get(ua), floor.get(ub)
+            if fa is None or fb is None or fb > fa or (fb == fa and fa != 0):
+                bad.append((a, b))
+    return bad
 
 
 def _modules():
@@ -107,3 +154,18 @@ def test_the_cycle_finder_finds_a_planted_circle():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(edges) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_import_runs_down_the_floors():
+    edges, _ = _graph()
+    assert {_unit(m) for m in edges} <= set().union(*FLOORS), "a unit on no floor"
+    bad = _upward(edges)
+    assert bad == [], "\n".join(f"{a} imports {b}" for a, b in bad)
+
+
+def test_the_floor_rule_finds_a_planted_upward_import():
+    edges = {"fastsd._probe": {"fastsd.kernels.backend"}, "fastsd.kernels.costs": {"fastsd.mlp"},
+             "fastsd.bayes": {"fastsd.kernels.costs"}, "fastsd.mlp.train": {"fastsd.mlp.prices"},
+             "fastsd.scan.plans": {"fastsd.mlp.costs", "fastsd._probe"}}
+    assert _upward(edges) == [("fastsd._probe", "fastsd.kernels.backend"),
+                              ("fastsd.bayes", "fastsd.kernels.costs")]

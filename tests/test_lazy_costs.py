@@ -1,6 +1,6 @@
 """The lazy limit's time and memory model (fastsd.kernels.costs) and the shared price fit.
 
-- ``fastsd._pricing.fit`` recovers the prices of exact synthetic timings;
+- ``fastsd._pricing.fit_prices`` recovers the prices of exact synthetic timings;
 - the count laws predict the terms, cross-approximation terms and products of
   a real flow cell that they were not fitted on, and its measured peak memory
   (tracemalloc) is close to ``memory_bytes``;
@@ -30,7 +30,7 @@ def test_the_price_fit_recovers_the_prices_of_exact_timings():
     rows = [{"a": 1.0, "b": float(rng.integers(1, 100)), "c": float(rng.integers(1, 10 ** 9)),
              "d": float(rng.integers(1, 10 ** 4))} for _ in range(12)]
     seconds = [_pricing.predict(prices, r) for r in rows]
-    got = _pricing.fit(rows, seconds)
+    got = _pricing.fit_prices(rows, seconds)
     assert set(got) == set(prices) and all(v >= 0 for v in got.values())
     for r, s in zip(rows, seconds):
         assert _pricing.predict(got, r) == pytest.approx(s, rel=1e-6)

@@ -228,19 +228,20 @@ def test_auto_takes_the_sparse_path_where_its_prices_say_it_is_faster():
     takes the cheaper one for a model in a seed's group (``GROUP_MODELS``; alone or not),
     and the scan's time model prices the path it takes."""
     from fastsd.mlp import costs
+    from fastsd.mlp import prices as mlp_prices
     from fastsd.scan import get_predictor
 
-    model = costs.load("cpu", "float32")
+    model = costs.time_model("cpu", "float32")
     big = PSVRT(patch=5, n_patches=10, n_train_patterns=16, seed=0)         # p = 2500
     small = PSVRT(patch=2, n_patches=2, n_train_patterns=8, seed=0)        # p = 16, half set
     blurred = Pentomino(width=6, n_train_shapes=8, blur=0.5, seed=0)       # p = 1764
     for task, want, inputs in ((big, "sparse", "stamps"), (small, "dense", "stamps"),
                                (blurred, "sparse", "images")):
-        assert costs.image_inputs(task) == inputs
+        assert mlp_prices.image_inputs(task) == inputs
         sizes = dict(input_dim=task.input_dim, width=512, batch_size=128)
         e = task.sparse_entries()
         sparse, dense = (model.step_seconds(path, L=2, inputs=inputs, entries=e,
-                                            models=costs.GROUP_MODELS, **sizes)
+                                            models=mlp_prices.GROUP_MODELS, **sizes)
                          for path in ("sparse", "dense"))
         assert (sparse < dense) == (want == "sparse")
         assert model.choose_images(**sizes, entries=e, inputs=inputs) == want

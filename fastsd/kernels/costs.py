@@ -8,7 +8,7 @@ takes "kron" from L = ``kron.AUTO_FLOW_MIN_L``) does, in counted units
 - "cell": the fixed work (task, symbol Gram, pair indices, records);
 - "build": the kernel entries of the factorisation, L^2 for each of its
   ``kron_build_rows`` exact rows of the rearranged kernel (two per
-  cross-approximation term, and ``kron.PROBES`` probes);
+  cross-approximation term, and ``kron.ERROR_ROWS`` error rows);
 - "aca": the cross approximation's work against the terms so far and the
   recompression's QR, (cross-approximation terms)^2 L^2;
 - "gemm": the flow's kernel products, 4 R L^3 flops each (two GEMMs over the
@@ -44,45 +44,28 @@ dense or matrix-free solvers) are not modelled: ``modelled`` says which are.
 import math
 
 from .. import _probe
-from .._pricing import predict
-from ..mlp.costs import machine_factors
+from .._pricing import predict, table
 from .._validation import check_int
 from .dynamics import POWER_ITERS
-from .kron import TEST_TERMS, PROBES, TEST_CROSS_MIN_L
+from .kron import TEST_TERMS, ERROR_ROWS, TEST_CROSS_MIN_L
 
-#: Laws of the counts known after a run, fitted by least squares on their logarithms, in
-#: u = ln d and v = ln L: ln R and ln(ACA terms) = c0 + c1 u + c2 u^2 + c3 v + c4 u v; the
-#: flow's steps beyond one a segment between evaluations, ln(1 + extra) = c0 + c1 u +
-#: c2 u^2 + c3 v + c4 u v + c5 ln(SGD steps), clipped at 0 (a segment takes one step at
-#: least; c5 >= 0, so a longer flow takes no fewer steps): 56 cells (d 8..16384, L 64..1024,
-#: 5,000 and 25,000 steps, evaluations every 1,000); the test blocks' terms k (1,024 test
-#: pairs a chunk), ln k = c0 + c1 u + c2 u^2: 7 cells (d 32..1024, L 384..512), where k
-#: hardly changes with L. All from ``bench/bench_lazy_costs.py``.
-COUNT_LAWS = {
-    "terms": (6.8904, -1.0038, 0.0551, 0.0374, 0.0016),
-    "aca_terms": (6.6819, -0.8883, 0.0481, 0.1408, -0.0059),
-    "flow_steps": (-4.0654, 1.1081, 0.0318, 1.3293, -0.4312, 0.5035),
-    "test_terms": (5.5220, -0.6746, 0.0390),
-}
-
-#: Seconds per unit of ``cost_features`` on the reference machine's rates, one thread (one
-#: BLAS thread, float64, backend "cpu"), two cells at once on the 2 cores as the scan's
-#: workers run them: each phase's units (``PHASES``) fitted to that phase's time in 35
-#: timed cells (d 8..1024, L 64..512, 25,000 steps) by non-negative least squares on
-#: relative error, each unit's count times its kind's probe factor (``UNIT_KINDS``), so
-#: that the prices are the reference machine's. A product's GEMM flop comes out at 0.97 of
-#: the probe's reference (``fastsd._probe.REFERENCE_FLOAT64_GEMM``) and a matrix-free test
-#: entry at 1.06 of its (``REFERENCE_KERNEL_ENTRY``): the units count what takes the time.
-PRICES = {"cell": 0.06774, "build": 1.006e-08, "aca": 1.697e-09, "gemm": 1.352e-11,
-          "product": 4.924e-09, "vector": 2.079e-08, "test": 5.921e-09, "test_aca": 6.171e-09,
-          "test_aca2": 2.069e-09, "cross": 2.038e-11, "inputs": 1.538e-08, "dots": 2.128e-11}
-#: A float32 product's GEMM flop (``lazy_limit(dtype="float32")``): half the float64 price,
-#: as measured side by side (``bench/bench_kron.py --dtypes``, AMD EPYC, d = 256: 2.10x at
-#: L = 256, 1.99x at 512); scaled by the float64 probe factor as "gemm" is.
-PRICES["gemm32"] = PRICES["gemm"] / 2.0
+#: The shipped table (``prices.json`` beside this module, with its provenance): the prices,
+#: the count laws, the range of d and L they were fitted on, and the reference machine's
+#: seconds a kernel entry (``kernel_entry_seconds``).
+TABLE = table("fastsd.kernels", "prices.json")
+#: Laws of the counts known after a run (``expected_counts``), fitted to measured cells by
+#: least squares on their logarithms, in u = ln d and v = ln L: ln R and ln(ACA terms) =
+#: c0 + c1 u + c2 u^2 + c3 v + c4 u v; the flow's steps beyond one a segment between
+#: evaluations, ln(1 + extra) = c0 + c1 u + c2 u^2 + c3 v + c4 u v + c5 ln(SGD steps),
+#: clipped at 0 (a segment takes one step at least; c5 >= 0, so a longer flow takes no fewer
+#: steps); the test blocks' terms k, ln k = c0 + c1 u + c2 u^2.
+COUNT_LAWS = {k: tuple(v) for k, v in TABLE["count_laws"].items()}
+#: Seconds per unit of ``cost_features`` on the reference machine's rates, one thread, each
+#: phase's units fitted to that phase's time (``PHASES``); "gemm32", a float32 product's
+#: flop, is half "gemm".
+PRICES = dict(TABLE["prices"])
 #: Where ``PRICES`` and ``COUNT_LAWS`` were measured.
-MEASURED_ON = ("2-core Intel Xeon (AVX-512; count laws, 2026-12-03) and AMD EPYC (AVX2; "
-               "prices and test-block terms, 2026-12-03)")
+MEASURED_ON = f"{TABLE['provenance']['machine']}, {TABLE['provenance']['measured']}"
 
 
 def evaluations(steps, eval_every):
@@ -92,7 +75,7 @@ def evaluations(steps, eval_every):
 
 #: The range of d and L the laws were fitted on: outside it they are read at its edge
 #: (measured R falls slowly with d, while the fitted quadratic in ln d would rise).
-FITTED_D, FITTED_L = (8, 16384), (64, 1024)
+FITTED_D, FITTED_L = tuple(TABLE["fitted_d"]), tuple(TABLE["fitted_L"])
 
 
 def _law(coef, d, L, *extra):
@@ -123,7 +106,7 @@ def expected_counts(d, L, steps, eval_every):
     -------
     dict
         "kron_terms" (R), "kron_aca_terms", "kron_build_rows" (two per
-        cross-approximation term and ``PROBES``), "flow_steps" (at least one a
+        cross-approximation term and ``ERROR_ROWS``), "flow_steps" (at least one a
         segment between evaluations) and "flow_products" (``2 POWER_ITERS``, one
         for the start, four a step), as ``lazy_limit`` records them in
         ``solver_info``, and "kron_test_terms" (k: the terms of a chunk of test
@@ -142,7 +125,7 @@ def expected_counts(d, L, steps, eval_every):
     flow_steps = segments + extra
     test_terms = min(float(L), max(1.0, math.exp(_law(COUNT_LAWS["test_terms"], d, L))))
     return {"kron_terms": terms, "kron_aca_terms": aca,
-            "kron_build_rows": 2.0 * aca + min(PROBES, L * L), "flow_steps": flow_steps,
+            "kron_build_rows": 2.0 * aca + min(ERROR_ROWS, L * L), "flow_steps": flow_steps,
             "flow_products": 2.0 * POWER_ITERS + 1.0 + 4.0 * flow_steps,
             "kron_test_terms": test_terms}
 
@@ -233,7 +216,7 @@ def memory_bytes(d, L, *, n_test):
     buffers = 16 * 2 ** max(0, math.ceil(math.log2(aca / 16)))
     factors = 2 * c["kron_terms"]
     build = max(8 * M * (2 * buffers + 3 * aca + factors),                 # recompression
-                8 * M * (2 * buffers + factors) + min(64 << 20, 8 * M * PROBES))   # probes
+                8 * M * (2 * buffers + factors) + min(64 << 20, 8 * M * ERROR_ROWS))   # probes
     blocks = min(256 << 20, 16 * TEST_TERMS * L * n_test) if L >= TEST_CROSS_MIN_L else 0
     flow = 16 * c["kron_terms"] * M + 8 * M + blocks
     needs = memory_needs(L, 2 * d, "logistic_flow", "all", M, n_test, None, 1, 2)
@@ -291,27 +274,99 @@ def predicted_seconds(d, L, *, steps, eval_every, n_test, dtype="float64"):
                                            n_test=n_test, dtype=dtype))
 
 
-#: The kind of each unit of ``cost_features`` that is not "scalar" work (``fastsd._probe``):
+#: The kind of each unit of ``cost_features`` that is not NumPy work ("numpy", ``fastsd._probe``):
 #: float64 GEMM multiply-adds (the products, the test blocks' logits) and kernel entries
 #: (the factors' rows, the matrix-free test logits, the test blocks' rows and columns).
 UNIT_KINDS = {"gemm": "gemm64", "gemm32": "gemm64", "cross": "gemm64", "build": "entries",
               "test": "entries", "test_aca": "entries"}
+#: The family's name in the probe's cache, the kinds of its factors, and the sources they
+#: depend on (``fastsd._probe.machine_key``).
+FAMILY = "kernels"
+PROBE_KINDS = ("gemm64", "numpy", "entries")
+SOURCES = ("kernels/", "_numerics.py", "_gemm.py", "_blas.py")
+
+
+def kernel_entry_seconds(repeats=3):
+    """Seconds a kernel entry on one thread: the matrix-free test logits of the lazy limit.
+
+    The "cpu" backend's ``pair_kernel_matvec`` (the NTK of n test pairs against
+    all L^2 training pairs times a vector) at ``TABLE["kernel_entry_shape"]``
+    (n, L, d), n L^2 entries; the fastest of ``repeats``, by the thread's CPU time
+    (``fastsd._probe.clock``). About 30 ms a repeat on an AVX2 core. The caller sets
+    the threads.
+    """
+    import numpy as np
+
+    from .backend import KERNELS
+
+    n, L, d = TABLE["kernel_entry_shape"]
+    cpu = KERNELS.load("cpu")[1]
+    rng = np.random.default_rng(0)
+    S, X1, X2 = (rng.standard_normal((k, d)) / np.sqrt(d) for k in (L, n, n))
+    u, v = np.divmod(np.arange(L * L), L)
+    norms = np.sum(S * S, axis=1)
+    args = (X1 @ S.T, np.arange(n), X2 @ S.T, np.arange(n),
+            np.sum(X1 * X1, axis=1) + np.sum(X2 * X2, axis=1), u, v, norms[u] + norms[v],
+            np.ones((L * L, 1)))
+    cpu.pair_kernel_matvec(*args)           # compiled or loaded, caches warm
+    best = float("inf")
+    for _ in range(repeats):
+        start = _probe.clock()
+        cpu.pair_kernel_matvec(*args)
+        best = min(best, _probe.clock() - start)
+    return best / (n * L * L)
+
+
+def probe(repeats=3):
+    """This machine's factors for the lazy limit's kinds of work, now (``PROBE_KINDS``): the
+    generic ones (``fastsd._probe.generic``) and its kernel entries against the reference
+    machine's (``kernel_entry_seconds``), one thread, the fastest of ``repeats``."""
+    from .._threads import thread_limit
+
+    f = _probe.generic(repeats)
+    with thread_limit(1):
+        entries = kernel_entry_seconds(repeats)
+    return dict(f, entries=max(entries / TABLE["kernel_entry"], _probe.LIMITS[0]))
+
+
+def _key():
+    return _probe.machine_key(SOURCES)
+
+
+def machine_factors(environ=None):
+    """This machine's factors (``PROBE_KINDS``), cached by ``fastsd._probe`` (measured once
+    by ``probe``); 1 under ``FASTSD_COSTS=fallback``."""
+    return _probe.factors(FAMILY, probe, _key(), PROBE_KINDS, environ)
+
+
+def correction(environ=None):
+    """The runs' feedback on the lazy limit's prices (``fastsd._probe.correction``)."""
+    return _probe.correction(FAMILY, _key(), environ)
+
+
+def record(predicted, measured, environ=None):
+    """Keep a scan's predicted and measured CPU seconds of lazy-limit cells."""
+    _probe.record(FAMILY, _key(), predicted, measured, environ)
 
 
 def prices(environ=None):
-    """``PRICES`` scaled to this machine (``fastsd._probe``; as fitted under
-    ``FASTSD_COSTS=fallback``)."""
-    return _probe.scale(PRICES, machine_factors(environ), UNIT_KINDS)
+    """``PRICES`` scaled to this machine by its probe and its runs' feedback (as fitted
+    under ``FASTSD_COSTS=fallback``)."""
+    c = correction(environ)
+    f = {k: v * c for k, v in machine_factors(environ).items()}
+    return _probe.scale(PRICES, f, UNIT_KINDS, other="numpy")
 
 
 def describe():
     """One line on where the lazy limit's prices come from, for ``--dry-run``."""
-    f = machine_factors()
+    f, c = machine_factors(), correction()
+    runs = f", its runs' feedback x{c:.2f}" if c != 1.0 else ""
     return (f"lazy limit: shipped prices and count laws measured on {MEASURED_ON}, scaled "
             f"to this machine by its probe (float64 GEMM x{f['gemm64']:.2f}, kernel entries "
-            f"x{f['entries']:.2f}, other x{f['scalar']:.2f})")
+            f"x{f['entries']:.2f}, NumPy x{f['numpy']:.2f}{runs})")
 
 
-__all__ = ["COUNT_LAWS", "PHASES", "PRICES", "UNIT_KINDS", "cost_features", "describe",
-           "evaluations", "expected_counts", "memory_bytes", "modelled", "predicted_seconds",
-           "prices"]
+__all__ = ["COUNT_LAWS", "FAMILY", "PHASES", "PRICES", "PROBE_KINDS", "TABLE", "UNIT_KINDS",
+           "correction", "cost_features", "describe", "evaluations", "expected_counts",
+           "kernel_entry_seconds", "machine_factors", "memory_bytes", "modelled",
+           "predicted_seconds", "prices", "probe", "record"]

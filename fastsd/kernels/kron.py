@@ -99,7 +99,7 @@ from .solvers import CGSolver, SolveTooLargeError, register_solver
 #: agree with solver="dense" to 2e-8 relative or better (module notes; tested to 1e-6).
 DEFAULT_RTOL = 1e-10
 #: Exact rows of R drawn to measure the error (all rows when L^2 is smaller).
-PROBES = 256
+ERROR_ROWS = 256
 #: Standard errors in the upper confidence limit of the probed error.
 Z_BOUND = 3.0
 #: Terms solver="auto" wants room for before it takes "kron".
@@ -360,7 +360,7 @@ def _rows_of_R(xp, A, B, dcorr, idx):
     return out
 
 
-def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=PROBES, seed=0, step=lambda n: None,
+def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=ERROR_ROWS, seed=0, step=lambda n: None,
               dtype="float64"):
     """Kronecker factors of the all-pairs kernel within ``rtol`` relative Frobenius error.
 

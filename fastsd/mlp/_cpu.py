@@ -6,9 +6,9 @@ and "symbol" where it has one) mapped to engine classes built as
 ``Engine(tasks, params0, scales, lrs, dtype)``, and, where it has two paths,
 the form of its cost model, which ``fastsd.mlp.costs`` prices in seconds and
 ``path="auto"`` compares: ``step_features`` and ``eval_features`` (what a
-step and an evaluation do, in counted units), ``FALLBACK_PRICES`` (seconds
-per unit, shipped) and, where it can be measured, ``CALIBRATION`` (the shapes
-that ``fastsd calibrate`` times). Each engine
+step and an evaluation do, in counted units). Its shipped prices, calibration
+shapes and probe shapes are data, ``prices_<backend>.json`` beside this module
+(``fastsd.mlp.prices``). Each engine
 trains a group of models in lockstep and exposes the same three operations,
 so that ``train`` and ``train_ensemble`` need not know the path:
 
@@ -611,7 +611,7 @@ class SymbolEngine(_DisplacementEngine):
 ENGINES = {"dense": DenseEngine, "symbol": SymbolEngine, "sparse": SparseEngine}
 
 
-# -- the form of this backend's cost model (priced in seconds by fastsd.mlp.costs) ------
+# -- the form of this backend's cost model (priced in seconds by fastsd.mlp.prices) -----
 
 def _distinct(n, draws):
     """Expected number of distinct values among ``draws`` uniform draws from ``n`` values."""
@@ -660,7 +660,7 @@ def step_features(path, L, batch_size, width, input_dim, models=1, inputs="symbo
         Models trained in lockstep (on one thread).
     inputs : {"symbols", "noise", "images", "stamps"}, default "symbols"
         Clean symbol pairs, noisy symbol pairs, or images built by the task (blurred, or
-        sharp stamps on a grid's cells: ``fastsd.mlp.costs.INPUTS``).
+        sharp stamps on a grid's cells: ``fastsd.mlp.prices.INPUTS``).
     entries : float, optional
         The pixels an image that the sparse path multiplies (``task.sparse_entries()``).
 
@@ -706,60 +706,6 @@ def eval_features(input_dim, width, n_test, models=1, sources=1):
             "gemm": (M + sources) * n * p * m, "draw": sources * n * p}
 
 
-#: Shapes timed by ``fastsd calibrate`` (``fastsd.mlp.costs.calibrate``): (path, L, d, m,
-#: B, models, inputs), each chosen to weigh one unit of ``step_features`` more than the
-#: others, so that the fit can tell them apart.
-CALIBRATION = (
-    ("dense", 16, 16, 32, 8, 1, "symbols"), ("dense", 16, 16, 32, 8, 4, "symbols"),
-    ("dense", 16, 32, 2048, 128, 2, "symbols"), ("dense", 16, 64, 1024, 128, 6, "symbols"),
-    ("dense", 16, 256, 1024, 128, 6, "symbols"), ("dense", 16, 256, 128, 128, 2, "symbols"),
-    ("dense", 16, 1024, 1024, 8, 4, "symbols"), ("dense", 16, 1024, 1024, 128, 4, "symbols"),
-    ("dense", 16, 128, 512, 128, 2, "noise"), ("dense", 16, 512, 32, 128, 2, "noise"),
-    ("dense", 16, 128, 512, 128, 2, "images"), ("dense", 16, 512, 32, 128, 2, "stamps"),
-    ("symbol", 4, 16, 32, 8, 1, "symbols"), ("symbol", 4, 16, 32, 8, 4, "symbols"),
-    ("symbol", 16, 16, 1024, 128, 1, "symbols"), ("symbol", 8, 16, 2048, 256, 1, "symbols"),
-    ("symbol", 64, 16, 1024, 128, 1, "symbols"), ("symbol", 256, 16, 1024, 128, 1, "symbols"),
-    ("symbol", 256, 16, 1024, 128, 6, "symbols"),
-    ("symbol", 1024, 16, 1024, 128, 1, "symbols"), ("symbol", 1024, 16, 256, 32, 1, "symbols"),
-    ("symbol", 2048, 16, 128, 8, 1, "symbols"),
-    ("sparse", 16, 32, 512, 128, 2, "images"), ("sparse", 16, 512, 512, 128, 2, "images"),
-    ("sparse", 16, 2048, 64, 128, 1, "images"), ("sparse", 16, 32, 2048, 32, 6, "images"),
-    ("sparse", 16, 128, 32, 8, 1, "images"), ("sparse", 16, 4096, 256, 64, 1, "images"),
-    ("sparse", 16, 32, 128, 256, 1, "images"), ("sparse", 16, 2048, 512, 128, 6, "images"),
-    ("sparse", 16, 32, 512, 128, 2, "stamps"), ("sparse", 16, 512, 512, 128, 2, "stamps"),
-    ("sparse", 16, 2048, 64, 128, 1, "stamps"), ("sparse", 16, 32, 2048, 32, 6, "stamps"),
-    ("sparse", 16, 128, 32, 8, 1, "stamps"), ("sparse", 16, 4096, 256, 64, 1, "stamps"),
-    ("sparse", 16, 512, 1024, 64, 4, "stamps"), ("sparse", 16, 2048, 512, 128, 6, "stamps"),
-)
-
-#: The units of ``step_features`` that count BLAS multiply-adds: scaled by this machine's
-#: GEMM rate where no calibration is stored (``fastsd.mlp.costs.probed``).
-GEMM_UNITS = ("gemm", "update", "stamp")
-
-#: Seconds per unit of each path's features on one thread, fitted (``fastsd.mlp.costs.fit``)
-#: to the fastest of five runs of ``CALIBRATION`` on the 2-core development machine (Intel
-#: Xeon, AVX-512, SciPy's OpenBLAS; 2026-12-02); used where this machine has no calibration of
-#: its own (``fastsd calibrate``). There "auto" picks the symbol path at m = 1024, B = 128
-#: up to L = 212 at d = 64, 568 at d = 256 and 1976 at d = 1024.
-FALLBACK_MACHINE = {"cpu": "Intel Xeon", "cores": 2, "measured": "2026-12-02"}
-#: The sparse path's prices: fitted to ``fastsd calibrate``'s sparse shapes (the best of 5
-#: runs of 0.2 s; blurred Pentomino "images" by pixel rows, PSVRT "stamps" by cell GEMMs) on
-#: the 2-core Intel Xeon machine (2026-12-04, idle), divided by that machine's probe factors
-#: against the shipped prices' machine (GEMM x1.22 for "stamp", x0.96 for the other units;
-#: two probes within 3%) so that the probe scales them as it scales the others. There the
-#: fit is within a factor 0.77 to 1.14 of the 16 shapes' times.
-SPARSE_F32 = {"step": 4.858e-05, "model": 0.0, "unit": 2.955e-09, "stamp": 2.151e-11,
-              "entry": 5.788e-11, "weights": 4.989e-10, "pixel": 8.732e-09, "scan": 0.0,
-              "render": 3.217e-08}
-SPARSE_F64 = {"step": 4.507e-05, "model": 0.0, "unit": 4.808e-09, "stamp": 2.886e-11,
-              "entry": 1.181e-10, "weights": 9.725e-10, "pixel": 1.767e-08, "scan": 0.0,
-              "render": 2.328e-08}
-#: The dense path's price of a blurred image's pixels rendered by the task ("render"; its
-#: calibration shapes were PSVRT's, cheap to draw): ``Pentomino.training_inputs`` measured
-#: on that machine (28 ns an entry at widths 2 and 8, 5 ns for PSVRT's sharp stamps, which
-#: "draw" covers), divided by its probe factor; in either dtype (the task renders in float64).
-RENDER = 2.9e-08
-
 #: The least work (multiply-adds) of one job of a lone model's sparse step for fastsd's team
 #: to take it (``_threads.MIN_TEAM_WORK`` elsewhere): the step's six jobs each wake the helper
 #: and pass the GIL, and below this the split was slower than one thread at default threads
@@ -772,45 +718,3 @@ SPARSE_TEAM_WORK = 10_000_000
 #: them in turn, and the bytes of the shared h0 kept for them at most.
 CHUNK_STEPS = 16
 CHUNK_BYTES = 8 << 20
-
-FALLBACK_PRICES = {
-    "float32": {
-        "dense": {"step": 5.505e-06, "model": 9.566e-06, "unit": 2.436e-09, "input": 9.468e-10,
-                  "weights": 9.175e-10, "gemm": 1.245e-11, "noise": 1.34e-09,
-                  "draw": 6.739e-10, "render": RENDER},
-        "symbol": {"step": 1.527e-07, "model": 1.16e-06, "pair": 7.599e-10,
-                   "update": 1.541e-11, "rows": 3.352e-10},
-        "sparse": SPARSE_F32},
-    "float64": {
-        "dense": {"step": 5.61e-06, "model": 9.708e-06, "unit": 3.769e-09, "input": 2.641e-09,
-                  "weights": 1.094e-09, "gemm": 2.332e-11, "noise": 1.434e-08,
-                  "draw": 1.386e-10, "render": RENDER},
-        "symbol": {"step": 1.936e-07, "model": 8.956e-07, "pair": 1.349e-09,
-                   "update": 3.066e-11, "rows": 9.839e-10},
-        "sparse": SPARSE_F64},
-}
-
-#: What the shipped prices are checked against (tests/test_costs.py): seconds per step of 6
-#: models of one seed, m = 1024, B = 128, float32, one thread, on each path, timed side by
-#: side by bench/bench_paths.py on the development machine (quiet; the fastest of 3
-#: alternating runs, 2026-12-02), by (L, d).
-FALLBACK_CHECK = {"models": 6, "width": 1024, "batch_size": 128, "points": {
-    (16, 64): {"dense": 5.74e-3, "symbol": 0.44e-3},
-    (64, 64): {"dense": 5.86e-3, "symbol": 1.74e-3},
-    (128, 64): {"dense": 6.09e-3, "symbol": 3.47e-3},
-    (256, 64): {"dense": 6.20e-3, "symbol": 7.07e-3},
-    (512, 64): {"dense": 6.23e-3, "symbol": 15.05e-3},
-    (1024, 64): {"dense": 6.83e-3, "symbol": 29.15e-3},
-    (16, 256): {"dense": 19.63e-3, "symbol": 0.43e-3},
-    (64, 256): {"dense": 18.63e-3, "symbol": 1.66e-3},
-    (128, 256): {"dense": 18.75e-3, "symbol": 3.49e-3},
-    (256, 256): {"dense": 20.47e-3, "symbol": 7.06e-3},
-    (512, 256): {"dense": 20.16e-3, "symbol": 15.34e-3},
-    (1024, 256): {"dense": 20.32e-3, "symbol": 30.11e-3},
-    (16, 1024): {"dense": 74.01e-3, "symbol": 0.43e-3},
-    (64, 1024): {"dense": 75.44e-3, "symbol": 1.74e-3},
-    (128, 1024): {"dense": 74.55e-3, "symbol": 3.54e-3},
-    (256, 1024): {"dense": 73.83e-3, "symbol": 7.22e-3},
-    (512, 1024): {"dense": 73.66e-3, "symbol": 15.20e-3},
-    (1024, 1024): {"dense": 76.81e-3, "symbol": 29.37e-3},
-}}

@@ -739,12 +739,3 @@ def eval_features(input_dim, width, n_test, models=1, sources=1):
     """One test evaluation in the dense path's units: the GEMMs of h0 and dh."""
     return {"step": 1.0, "flop": 2 * (models + sources) * n_test * input_dim * width,
             "draw": sources * n_test * input_dim}
-
-
-#: Nominal prices: no GPU has calibrated them (there is no ``CALIBRATION`` yet). The path
-#: they choose is that of the operation counts; the times they predict are rough (a GPU at
-#: 20 TFLOP/s, launches of 100 us a step).
-FALLBACK_MACHINE = {"cpu": "nominal GPU", "cores": None, "measured": None}
-FALLBACK_PRICES = {dtype: {path: {"step": 1e-4, "flop": 1 / 20e12, "draw": 1 / 100e9}
-                           for path in ("dense", "symbol", "sparse")}
-                   for dtype in ("float32", "float64")}

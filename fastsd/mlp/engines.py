@@ -2,7 +2,7 @@
 
 ``build_engines`` is the one place where ``train_ensemble``'s models become a
 backend's engines (``fastsd.mlp._cpu``, ``_cuda``, ``_numpy``: ``ENGINES``), for
-the trainer and for the cost model's timings (``fastsd.mlp.costs.step_timer``).
+the trainer and for the cost model's timings (``fastsd.mlp.calibration.step_timer``).
 """
 import numpy as np
 

@@ -18,14 +18,14 @@ from ..conventions import is_lazy
 from ..params import TRAINING
 from ..tasks.base import BatchStream, Task, task_identity
 from ..tasks.symbols import SameDifferent
-from . import costs
+from . import costs, prices
 from .engines import build_engines
 from .evaluate import output
 from .model import Params, init_params
 
 PATHS = ("auto", "dense", "symbol", "sparse")
 #: The mlp's backends: ``_reference``, ``_cpu`` and ``_cuda`` each define ``ENGINES`` (and,
-#: with two paths, the form of their cost model: ``step_features``, ``fastsd.mlp.costs``).
+#: with two paths, the form of their cost model: ``step_features``, ``fastsd.mlp.prices``).
 #: Under the simulator the "cuda" engines hold NumPy arrays, so only a real GPU needs CuPy.
 FAMILY = FAMILIES["mlp"]
 DTYPES = ("float32", "float64")
@@ -185,17 +185,18 @@ def step_costs(L, batch_size, width, input_dim, backend="cpu", dtype="float32"):
     -------
     (float, float)
         Seconds per step, one thread, in the symbol basis and on dense inputs,
-        from the cost model that ``path="auto"`` uses (``fastsd.mlp.costs.load``:
-        this machine's calibration, else the shipped fallback prices).
+        from the model that predicts times here (``fastsd.mlp.costs.time_model``:
+        this machine's calibration, else the shipped prices scaled by its probe;
+        ``path="auto"`` chooses by the shipped prices, ``fastsd.mlp.prices.path_model``).
     """
-    model = costs.load(backend, dtype)
+    model = costs.time_model(backend, dtype)
     sizes = dict(L=L, input_dim=input_dim, width=width, batch_size=batch_size)
     return model.step_seconds("symbol", **sizes), model.step_seconds("dense", **sizes)
 
 
 def _choose_path(task, width, batch_size, path, backend, module, dtype):
     """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one by
-    the backend's shipped prices (``fastsd.mlp.costs.path_model``: never a measured time),
+    the backend's shipped prices (``fastsd.mlp.prices.path_model``: never a measured time),
     for this model alone (symbol tasks) or in a seed's group (image tasks, ``choose_images``)."""
     if path == "symbol" and not task.has_symbol_basis:
         raise ValueError(
@@ -213,12 +214,12 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
     if len(module.ENGINES) == 1:
         return "dense"
     if task.has_sparse_inputs and "sparse" in module.ENGINES:
-        return costs.path_model(backend, dtype).choose_images(
+        return prices.path_model(backend, dtype).choose_images(
             input_dim=task.input_dim, width=width, batch_size=batch_size,
-            entries=task.sparse_entries(), inputs=costs.image_inputs(task))
+            entries=task.sparse_entries(), inputs=prices.image_inputs(task))
     if not task.has_symbol_basis:
         return "dense"
-    return costs.path_model(backend, dtype).choose(L=task.L, input_dim=task.input_dim,
+    return prices.path_model(backend, dtype).choose(L=task.L, input_dim=task.input_dim,
                                                    width=width, batch_size=batch_size)
 
 
@@ -350,10 +351,10 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
         batch only (PSVRT and Pentomino, ``task.has_sparse_inputs``; "cpu"
         and "cuda" backends; the dense path's numbers up to rounding); "auto" picks,
         per model whatever the ensemble around it, the path the backend's shipped
-        prices predict to be faster (``fastsd.mlp.costs.path_model``; never this
+        prices predict to be faster (``fastsd.mlp.prices.path_model``; never this
         machine's probe or calibration, so that a call's numbers do not depend on a
         measured time): for a model alone on symbol tasks, for a model in a seed's
-        group of 6 gammas on image tasks (``costs.GROUP_MODELS``).
+        group of 6 gammas on image tasks (``prices.GROUP_MODELS``).
     batches : {"host", "device"}, default "host"
         Where the training batches are drawn. "host": from the seed's NumPy
         streams, the same batches on every backend (with "cuda" they are

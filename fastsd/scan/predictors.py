@@ -304,13 +304,13 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs, entries=No
     ensemble, the test sets drawn once per seed, one evaluation more for the activation
     change; on the path "auto" picks (``entries``: an image task's mean non-zero pixels an
     image, for the sparse path). None on a backend without a cost model ("numpy")."""
-    from ..mlp import costs
+    from ..mlp import costs, prices
 
     if not traits(backend).priced:
         return None
     s = group[0]
-    model = costs.load(backend, dtype or "float32")
-    chooser = costs.path_model(backend, dtype or "float32")     # the path train takes
+    model = costs.time_model(backend, dtype or "float32")
+    chooser = prices.path_model(backend, dtype or "float32")     # the path train takes
     sizes = dict(L=L, input_dim=input_dim, width=s["width"], batch_size=s["batch_size"])
     if inputs == "symbols":
         path = chooser.choose(**sizes)
@@ -335,7 +335,7 @@ def _module_engines(backend):
 def _image_entries(task, patch, n_patches, image_width, blur, L):
     """(the sparse path's pixels of a training image, its cost model's ``inputs``) of the
     task's geometry (its seed-0 task)."""
-    from ..mlp.costs import image_inputs
+    from ..mlp.prices import image_inputs
 
     t = MLPImagePredictor.make_task(dict(task=task, patch=patch, n_patches=n_patches,
                                          image_width=image_width, blur=blur, L=L, task_seed=0))
@@ -345,7 +345,7 @@ def _image_entries(task, patch, n_patches, image_width, blur, L):
 def _mlp_cost_model(backend, dtype):
     from ..mlp import costs
 
-    return costs.load(backend, dtype or "float32").describe()
+    return costs.time_model(backend, dtype or "float32").describe()
 
 
 def _ensemble_memory(group, tasks, backend, dtype):
@@ -515,12 +515,9 @@ class BayesPredictor(Predictor):
 
     def cost_model(self, backend="cpu", dtype=None):
         """The Bayes-optimal part's time model (``fastsd.bayes.PRICES``)."""
-        from ..bayes import MEASURED_ON
-        from ..mlp.costs import machine_factors
+        from ..bayes import describe
 
-        f = machine_factors()
-        return (f"bayes: shipped prices measured on {MEASURED_ON}, scaled to this machine by "
-                f"its probe (float64 GEMM x{f['gemm64']:.2f}, other x{f['scalar']:.2f})")
+        return describe()
 
     def run_group(self, group, backend="auto", dtype=None):
         from ..bayes import accuracy
