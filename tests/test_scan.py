@@ -32,6 +32,23 @@ def _records(path):
 # ---------------------------------------------------------------- the grid
 
 
+def test_each_scan_module_has_one_job_and_the_package_names_them_all():
+    """``fastsd.scan``'s names come from the module whose job they are: running
+    (``runner``), the dry run (``plans``), reading a store (``records``); the order of the
+    groups is ``scheduling``'s and the checks of what a run is given ``parts``'."""
+    import fastsd.scan as scan
+    from fastsd.scan import scheduling
+
+    homes = {"runner": ("run", "run_many", "ScanError"), "plans": ("plan", "plan_many", "ScanPlan"),
+             "records": ("cell_records", "load")}
+    for module, names in homes.items():
+        for name in names:
+            assert getattr(scan, name).__module__ == f"fastsd.scan.{module}", name
+            assert name in scan.__all__
+    assert scheduling.predicted_wall([3.0, 2.0, 2.0], 2) == 4.0      # 3 | 2 + 2
+
+
+
 def test_grid_axes_fixed_settings_and_order():
     g = Grid(gamma=[1.0, "lazy"], L=range(2, 4), seed=np.arange(2), d=64, width=256)
     assert g.axes == {"gamma": (1.0, "lazy"), "L": (2, 3), "seed": (0, 1)}
