@@ -708,16 +708,16 @@ def test_a_record_with_a_key_or_settings_of_the_wrong_type_is_named(tmp_path):
         assert len(cell_records(ResultStore(path), PREDICTORS["theory"])) == 1
 
 
-def test_a_store_from_before_a_late_setting_existed_still_names_its_cells(tmp_path):
-    """A setting declared later (``Param.late``: lazy_limit's dtype) at its default stays out
-    of the cell's key, so the records stored before it existed are not taken for damage and
-    computed again; at another value it is a cell of its own."""
+def test_a_store_from_before_a_later_setting_existed_still_names_its_cells(tmp_path):
+    """A setting declared later (lazy_limit's dtype, not in ``LAZY_LIMIT.always_keyed``) at
+    its default stays out of the cell's key, so the records stored before it existed are not
+    taken for damage and computed again; at another value it is a cell of its own."""
     import json as _json
     import warnings
 
     from fastsd.params import LAZY_LIMIT
     from fastsd.scan import Grid, run
-    assert LAZY_LIMIT["dtype"].late
+    assert "dtype" in LAZY_LIMIT and "dtype" not in LAZY_LIMIT.always_keyed
     path = tmp_path / "s.jsonl"
     grid = Grid(d=4, L=[4, 6], steps=100, eval_every=50, n_test=32)
     first = run(grid, "lazy_limit", str(path), "serial", progress=False)
