@@ -115,11 +115,12 @@ def time_part(label, predictor, grid, args, workers):
     """The part's sample, extrapolation and peers, as a JSON-ready dict."""
     from fastsd import thread_limit
     from fastsd.scan.predictors import get_predictor
-    from fastsd.scan.runner import _pending, _prepared_cells, _schedule
+    from fastsd.scan.parts import prepared_cells
+    from fastsd.scan.scheduling import pending, schedule
 
     pred = get_predictor(predictor)
-    cells = _prepared_cells(grid, pred)
-    items = _schedule(_pending(0, pred, cells, set(), "cpu", None), [pred], 1, "cpu", None)
+    cells = prepared_cells(grid, pred)
+    items = schedule(pending(0, pred, cells, set(), "cpu", None), [pred], 1, "cpu", None)
     groups = [[p for _, _, p in it.group] for it in items]
     out = {"part": label, "predictor": predictor, "cells": len(cells), "groups": len(groups)}
     seconds = [pred.seconds(g, "cpu") for g in groups]
@@ -178,7 +179,7 @@ def _time_untrained(out, pred, groups, seconds, args, workers):
 def _extrapolated(seconds, sampled, measured, predicted, workers):
     """A modelled part's record: its groups' predicted seconds, the sample's measured over
     predicted time (1 when nothing was timed), and both laid out on the workers."""
-    from fastsd.scan.runner import predicted_wall
+    from fastsd.scan.scheduling import predicted_wall
 
     ratio = measured / predicted if sampled else 1.0
     return dict(modelled=True, sampled_groups=sampled, sample_measured_s=measured,
@@ -239,7 +240,7 @@ def main(argv=None):
 
     from fastsd.mlp import costs
     from fastsd._threads import cpu_count, cpu_model
-    from fastsd.scan.runner import predicted_wall
+    from fastsd.scan.scheduling import predicted_wall
 
     workers = cpu_count()
     run_id = uuid.uuid4().hex[:12]

@@ -63,10 +63,6 @@ class Param:
     doc : str, optional
         The description in a docstring's Parameters section (``Spec.numpydoc``);
         default ``help``.
-    late : bool
-        Declared after results were stored: a scan cell at the default leaves
-        the setting out of its key (``Spec.keyed``), so the records stored before
-        it existed still name their cells.
     """
 
     name: str
@@ -80,7 +76,6 @@ class Param:
     choices: tuple = ()
     optional: bool = False
     doc: str = None
-    late: bool = False
 
     def __post_init__(self):
         check_choice("kind", self.kind, KINDS)
@@ -226,10 +221,28 @@ def _word_or(word, number, valid):
 
 
 class Spec(dict):
-    """The parameters of one entry point, by name, in declaration order."""
+    """The parameters of one entry point, by name, in declaration order.
 
-    def __init__(self, *params):
+    ``always_keyed`` (keyword-only) is, for a spec whose settings key a scan
+    store (``keyed``), the frozen tuple of the settings its cells' keys named
+    from the start: each of them names its value in every cell's key; any other
+    setting (one added since) enters a key only off its default. So a
+    parameter added with a default leaves the key of every cell stored before
+    it unchanged. Default (): only the settings off their defaults are keyed.
+
+    Raises
+    ------
+    ValueError
+        For a name in ``always_keyed`` that is not one of ``params``.
+    """
+
+    def __init__(self, *params, always_keyed=()):
         super().__init__((p.name, p) for p in params)
+        unknown = [n for n in always_keyed if n not in self]
+        if unknown:
+            raise ValueError(f"`always_keyed` must name this spec's settings; got "
+                             f"{unknown[0]!r}, which is none of {', '.join(self)}.")
+        self.always_keyed = tuple(always_keyed)
 
     def defaults(self, names=None):
         """{name: default} of the settings that have one (of ``names``, default all)."""
@@ -245,9 +258,10 @@ class Spec(dict):
         return {k: self[k].check(v) if k in self else v for k, v in settings.items()}
 
     def keyed(self, settings):
-        """``settings`` less the ``late`` ones at their defaults: what a scan cell's key names."""
+        """What a scan cell's key names of ``settings``: those in ``always_keyed``, the
+        others that are off their defaults, and any that are not this spec's parameters."""
         return {k: v for k, v in settings.items()
-                if not (k in self and self[k].late and v == self[k].default)}
+                if k not in self or k in self.always_keyed or v != self[k].default}
 
     def pick(self, settings):
         """The entries of ``settings`` that are this spec's parameters, in its order."""
@@ -327,6 +341,12 @@ BACKEND = Param("backend", "choice", "where to run: numpy (the float64 reference
 #: ``train_ensemble`` and ``memory_needs`` (their signatures and docstrings), the "mlp",
 #: "mlp_image" scan cells and ``fastsd train``'s options, and the records' configuration;
 #: the engines that use it read it from ``train_ensemble``'s plan.
+#:
+#: The specs whose settings key a scan store (``MLP``, ``LAZY_LIMIT``, ``WALKERS``,
+#: ``WEIGHT_STRUCTURE``, ``WEIGHT_IMAGES``, ``MAX_MARGIN``, ``BAYES``) name in
+#: ``always_keyed`` the settings their cells' keys named from the start; that tuple stays as
+#: it is when a parameter is added, so that the new one, at its default, leaves the key of
+#: every stored cell unchanged (``Spec.keyed``) and no store computes its cells again.
 TRAINING = Spec(
     Param("width", "int", "hidden units m", minimum=1, doc="Hidden units m, >= 1."),
     Param("steps", "int", "SGD steps", minimum=1, doc="SGD steps, >= 1."),
@@ -355,6 +375,8 @@ MLP = Spec(
     Param("sigma2", "float", "input noise variance sigma^2", 0.0, nonnegative=True),
     _task_seed(),
     Param("root_d", "bool", "keep the 1/sqrt(d) output prefactor", True),
+    always_keyed=("d", "L", "gamma", "seed", "width", "steps", "batch_size", "eval_every",
+                  "n_test", "alpha0", "init", "sigma2", "task_seed", "root_d"),
 )
 
 LAZY_LIMIT = Spec(
@@ -379,7 +401,9 @@ LAZY_LIMIT = Spec(
           choices=("auto", "dense", "cg", "kron")),
     Param("dtype", "choice", "arithmetic of the Kronecker products (solver kron; auto takes "
           "it): float64, or float32 at twice the speed and ~1e-6 relative error a product",
-          "float64", choices=("float64", "float32"), late=True),
+          "float64", choices=("float64", "float32")),
+    always_keyed=("d", "L", "method", "kernel", "pairs", "seed", "task_seed", "n_test", "steps",
+                  "eval_every", "alpha0", "ridge", "solver"),
 )
 
 WALKERS = Spec(
@@ -390,6 +414,7 @@ WALKERS = Spec(
     Param("n_walkers", "int", "independent walkers (runs)", 100, minimum=1),
     seed_param(),
     Param("walker_offset", "int", "global index of the first walker", 0, minimum=0),
+    always_keyed=("L", "batch_size", "n_iters", "readout", "n_walkers", "seed", "walker_offset"),
 )
 
 CALIBRATE = Spec(
@@ -407,16 +432,20 @@ def _trained_model():
             TRAINING["width"], TRAINING["steps"], TRAINING["eval_every"])
 
 
-WEIGHT_STRUCTURE = Spec(*_common(), *_trained_model())
+WEIGHT_STRUCTURE = Spec(
+    *_common(), *_trained_model(),
+    always_keyed=("d", "L", "model", "seed", "width", "steps", "eval_every"))
 
 WEIGHT_IMAGES = Spec(
     Param("task", "choice", "the visual task, images two cells a side (App. A)",
           choices=("PSVRT", "Pentomino")),
-    *_trained_model())
+    *_trained_model(),
+    always_keyed=("task", "model", "seed", "width", "steps", "eval_every"))
 
 MAX_MARGIN = Spec(
     *_common(),
     Param("P", "int", "sampled training pairs P", minimum=2),
+    always_keyed=("d", "L", "P"),
 )
 
 BAYES = Spec(
@@ -427,5 +456,6 @@ BAYES = Spec(
     Param("n_test", "int", "Monte Carlo test pairs", 20_000, minimum=1),
     seed_param("seed of the test pairs"),
     _task_seed(),
+    always_keyed=("d", "L", "sigma2", "prior", "n_test", "seed", "task_seed"),
 )
 

@@ -32,7 +32,8 @@ def run_presets(presets, out, *, progress=True, backend="auto", executor=None):
         cells, if any (the finished cells are saved).
     """
     from .scan import cell_records
-    from .scan.runner import prepare_part, run_parts
+    from .scan.parts import prepare_part
+    from .scan.runner import run_parts
 
     runs = [(preset, label, prepare_part(grid, predictor,
                                   os.path.join(out, preset.store_name(label) + ".jsonl")))
@@ -58,7 +59,7 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
     largest group; for "bayes" its time by shipped prices
     (``fastsd.bayes.predicted_seconds``). The parts' groups share the workers
     in one queue (as ``run_presets`` runs them), so the figure's time is that
-    of all its groups on those workers (``fastsd.scan.runner.plan_many``).
+    of all its groups on those workers (``fastsd.scan.plan_many``).
     No folder, store, lock or figure is created.
 
     Parameters
@@ -76,7 +77,7 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
         JSON-ready: ``figure`` (the settings' name), ``title``, ``dry_run``
         (True), ``grid`` (True: every figure is a scan grid now; the key stays for
         readers of earlier output, where Fig. 1a/1d, A1 and C1 were not), ``parts`` (per part: its label and
-        ``fastsd.scan.Plan.to_json()``), ``cells``, ``done``, ``remaining``,
+        ``fastsd.scan.ScanPlan.to_json()``), ``cells``, ``done``, ``remaining``,
         ``workers``, ``seconds`` and ``predicted_wall_s`` (the predicted wall time
         of the remaining cells, the same number; None where a part is not
         modelled), ``modelled_seconds`` (that
@@ -89,7 +90,7 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
         For an unknown figure, or a store of a different grid.
     """
     from ._memory import available_bytes
-    from .scan.runner import plan_many
+    from .scan.plans import plan_many
 
     spec, out, runs = _plan_runs(figure, quick, out, backend)
     plans, wall = plan_many(runs, executor, backend=backend, workers=workers)
@@ -149,7 +150,7 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
     ValueError
         As ``plan``, and for an empty ``figures``.
     """
-    from .scan.runner import plan_many
+    from .scan.plans import plan_many
 
     figures = _figure_list(figures)
     plans = [plan(f, quick=quick, out=out, backend=backend, executor=executor, workers=workers)

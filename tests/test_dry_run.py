@@ -14,7 +14,7 @@ from fastsd.figures import fig1c, fig1e
 from fastsd.mlp import costs
 from fastsd.presets import Preset
 from fastsd.scan import Grid, get_predictor, plan, run
-from fastsd.scan.runner import predicted_wall
+from fastsd.scan.scheduling import predicted_wall
 
 FIXED = dict(d=8, width=16, steps=20, eval_every=10, n_test=64)
 PLAN_KEYS = {"predictor", "store", "backend", "cells", "done", "remaining", "groups",
@@ -110,6 +110,19 @@ def test_plan_predicts_from_the_cost_model_and_says_what_it_cannot(tmp_path):
     assert bayes.modelled and bayes.seconds > 0
 
 
+def test_plan_returns_a_scan_plan_named_apart_from_a_training_plan(tmp_path):
+    """``fastsd.scan.ScanPlan`` (a scan's dry run; it was ``fastsd.scan.Plan``) is not
+    ``fastsd.mlp.train.Plan`` (a ``train_ensemble`` call's arguments, checked)."""
+    import fastsd.scan
+    from fastsd.mlp.train import Plan
+    from fastsd.scan import ScanPlan
+
+    p = plan(Grid(L=[2, 3]), "theory", tmp_path / "t.jsonl")
+    assert isinstance(p, ScanPlan) and not isinstance(p, Plan)
+    assert type(p).__module__ == "fastsd.scan.plans"
+    assert not hasattr(fastsd.scan, "Plan") and "Plan" not in fastsd.scan.__all__
+
+
 def test_plan_refuses_a_store_of_another_grid_and_writes_nothing(tmp_path):
     store = tmp_path / "s.jsonl"
     run(Grid(L=[2, 3]), "theory", store, "serial", progress=False)
@@ -172,7 +185,7 @@ def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):
 def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(tmp_path,
                                                                                 capsys):
     from fastsd.reproduce import plan
-    from fastsd.scan.runner import predicted_wall
+    from fastsd.scan.scheduling import predicted_wall
 
     by = {n: plan("fig1c", out=tmp_path, workers=n) for n in (1, 2, 16, 64)}
     work = sum(p["work_seconds"] for p in by[1]["parts"])

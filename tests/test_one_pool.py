@@ -18,7 +18,7 @@ import pytest
 from fastsd.cli import main
 from fastsd.figures import figC1
 from fastsd.scan import Grid, plan, plan_many, run, run_many
-from fastsd.scan.runner import predicted_wall
+from fastsd.scan.scheduling import predicted_wall
 
 FIXED = dict(d=8, L=4, width=16, eval_every=1000, n_test=64, gamma=1.0, seed=0)
 

@@ -94,7 +94,7 @@ def test_a_rerun_gives_the_same_record_but_its_wall_time(predictor):
 
 
 def test_the_declared_numbers_are_numbers_in_every_record(predictor):
-    from fastsd.scan.runner import _not_a_cell
+    from fastsd.scan.records import _not_a_cell
 
     s = predictor.prepare(CELLS[predictor.name])
     rec, = predictor.run_group([s], backend="cpu")

@@ -32,6 +32,23 @@ def _records(path):
 # ---------------------------------------------------------------- the grid
 
 
+def test_each_scan_module_has_one_job_and_the_package_names_them_all():
+    """``fastsd.scan``'s names come from the module whose job they are: running
+    (``runner``), the dry run (``plans``), reading a store (``records``); the order of the
+    groups is ``scheduling``'s and the checks of what a run is given ``parts``'."""
+    import fastsd.scan as scan
+    from fastsd.scan import scheduling
+
+    homes = {"runner": ("run", "run_many", "ScanError"), "plans": ("plan", "plan_many", "ScanPlan"),
+             "records": ("cell_records", "load")}
+    for module, names in homes.items():
+        for name in names:
+            assert getattr(scan, name).__module__ == f"fastsd.scan.{module}", name
+            assert name in scan.__all__
+    assert scheduling.predicted_wall([3.0, 2.0, 2.0], 2) == 4.0      # 3 | 2 + 2
+
+
+
 def test_grid_axes_fixed_settings_and_order():
     g = Grid(gamma=[1.0, "lazy"], L=range(2, 4), seed=np.arange(2), d=64, width=256)
     assert g.axes == {"gamma": (1.0, "lazy"), "L": (2, 3), "seed": (0, 1)}
@@ -691,16 +708,16 @@ def test_a_record_with_a_key_or_settings_of_the_wrong_type_is_named(tmp_path):
         assert len(cell_records(ResultStore(path), PREDICTORS["theory"])) == 1
 
 
-def test_a_store_from_before_a_late_setting_existed_still_names_its_cells(tmp_path):
-    """A setting declared later (``Param.late``: lazy_limit's dtype) at its default stays out
-    of the cell's key, so the records stored before it existed are not taken for damage and
-    computed again; at another value it is a cell of its own."""
+def test_a_store_from_before_a_later_setting_existed_still_names_its_cells(tmp_path):
+    """A setting declared later (lazy_limit's dtype, not in ``LAZY_LIMIT.always_keyed``) at
+    its default stays out of the cell's key, so the records stored before it existed are not
+    taken for damage and computed again; at another value it is a cell of its own."""
     import json as _json
     import warnings
 
     from fastsd.params import LAZY_LIMIT
     from fastsd.scan import Grid, run
-    assert LAZY_LIMIT["dtype"].late
+    assert "dtype" in LAZY_LIMIT and "dtype" not in LAZY_LIMIT.always_keyed
     path = tmp_path / "s.jsonl"
     grid = Grid(d=4, L=[4, 6], steps=100, eval_every=50, n_test=32)
     first = run(grid, "lazy_limit", str(path), "serial", progress=False)

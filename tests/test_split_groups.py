@@ -1,4 +1,4 @@
-"""Groups that would set a scan's critical path are split (fastsd.scan.runner._split_long).
+"""Groups that would set a scan's critical path are split (fastsd.scan.scheduling._split_long).
 
 - Hypothesis: every cell stays in exactly one group, a group is only ever cut into
   contiguous pieces, and afterwards no group of two cells or more takes longer than all the
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fastsd.figures import fig1c
 from fastsd.scan import Grid, plan, run
-from fastsd.scan.runner import _Item, _split_long
+from fastsd.scan.scheduling import Item, _split_long
 
 
 class _Ensemble:
@@ -36,7 +36,7 @@ def test_split_keeps_every_cell_once_and_bounds_the_longest_group(groups, worker
     for sizes in groups:
         g = [(f"k{n + i}", None, {"work": w}) for i, w in enumerate(sizes)]
         n += len(sizes)
-        items.append(_Item(pred.seconds([c for _, _, c in g], "cpu", None), True, 0, g))
+        items.append(Item(pred.seconds([c for _, _, c in g], "cpu", None), True, 0, g))
     out = _split_long([pred], items, workers, "cpu", None)
     keys = [k for it in out for k, _, _ in it.group]
     assert sorted(keys) == sorted(f"k{i}" for i in range(n))        # each cell once

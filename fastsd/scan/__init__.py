@@ -8,11 +8,13 @@
 from ..conventions import derive_task_seed, gamma_group, gamma_label, gamma_name, lazy_gamma
 from .cells import Cell
 from .grid import Grid
+from .plans import ScanPlan, plan, plan_many
 from .predictors import PREDICTORS, Predictor, cell_record, get_predictor, train_cells
-from .runner import Plan, ScanError, cell_records, load, plan, plan_many, run, run_many
+from .records import cell_records, load
+from .runner import ScanError, run, run_many
 from .tables import format_activation_table, format_table, summarize, summarize_activation
 
-__all__ = ["Cell", "Grid", "PREDICTORS", "Plan", "Predictor", "ScanError", "cell_record",
+__all__ = ["Cell", "Grid", "PREDICTORS", "Predictor", "ScanError", "ScanPlan", "cell_record",
            "cell_records", "derive_task_seed", "format_activation_table", "format_table",
            "gamma_group",
            "gamma_label", "gamma_name", "get_predictor", "lazy_gamma", "load", "plan", "plan_many",

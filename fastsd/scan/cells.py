@@ -62,7 +62,8 @@ def _post_init(self):
 
 def _key(self):
     """Stable string naming the cell: every field as ``name=repr(value)``, sorted by name
-    (``late`` settings at their defaults left out, ``fastsd.params.Spec.keyed``)."""
+    (a field added since the first stored cells left out at its default,
+    ``fastsd.params.Spec.keyed``)."""
     return settings_key(MLP.keyed(asdict(self)))
 
 

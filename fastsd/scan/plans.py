@@ -1,0 +1,191 @@
+"""A scan's dry run: what ``run`` would compute and what it would take (``plan``,
+``plan_many``, each grid's ``ScanPlan``), found without running or writing anything."""
+from dataclasses import dataclass
+
+from .._validation import check_int
+from .parts import check_distinct_stores, check_run_options, prepare_parts
+from .records import cell_records, check_stored_settings
+from .scheduling import pending, predicted_wall, schedule, workers_of
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What ``run`` would compute, and what it would take, found without running anything.
+
+    Attributes
+    ----------
+    predictor, store, backend : str
+        The predictor, the store's path and the backend the groups would run on.
+    cells, done : int
+        The grid's distinct cells, and how many of them the store already has.
+    group_sizes : tuple of int
+        Cells per group still to compute, largest group first.
+    group_seconds : tuple of float or None
+        Each group's predicted seconds on one thread (``Predictor.seconds``);
+        None where the predictor has no model of its time.
+    group_memory : tuple of int or None
+        Each group's bytes (``Predictor.memory``); None where not modelled.
+    workers : int or None
+        Groups computed at once (local processes: one per core; one in
+        this process or on the GPU); None on an executor of unknown size.
+    cost_model : str or None
+        The time model's description (``Predictor.cost_model``) where it was used.
+    """
+
+    predictor: str
+    store: str
+    backend: str
+    cells: int
+    done: int
+    group_sizes: tuple
+    group_seconds: tuple
+    group_memory: tuple
+    workers: int = None
+    cost_model: str = None
+
+    @property
+    def remaining(self):
+        """Cells still to compute."""
+        return self.cells - self.done
+
+    @property
+    def modelled(self):
+        """Whether every remaining group's time is predicted."""
+        return all(s is not None for s in self.group_seconds)
+
+    @property
+    def work(self):
+        """Predicted seconds of the remaining groups on one thread, in all (None: not modelled)."""
+        return float(sum(self.group_seconds)) if self.modelled else None
+
+    @property
+    def seconds(self):
+        """Predicted wall time of the remaining groups on ``workers`` (None: not modelled)."""
+        if not self.modelled or self.workers is None:
+            return None
+        return predicted_wall(self.group_seconds, self.workers) if self.group_seconds else 0.0
+
+    @property
+    def memory(self):
+        """Bytes of the largest remaining group (None: not modelled or nothing to compute)."""
+        known = [m for m in self.group_memory if m is not None]
+        return max(known) if known and len(known) == len(self.group_memory) else None
+
+    @property
+    def peak_memory(self):
+        """Bytes of the ``workers`` largest groups together: the most that can run at once."""
+        if self.memory is None:
+            return None
+        return sum(sorted(self.group_memory, reverse=True)[:self.workers or 1])
+
+    def to_json(self):
+        """A JSON-ready dict: the attributes and properties (without the per-group lists)."""
+        return {"predictor": self.predictor, "store": self.store, "backend": self.backend,
+                "cells": self.cells, "done": self.done, "remaining": self.remaining,
+                "groups": len(self.group_sizes), "workers": self.workers,
+                "modelled": self.modelled, "work_seconds": self.work, "seconds": self.seconds,
+                "memory_bytes": self.memory, "peak_memory_bytes": self.peak_memory,
+                "cost_model": self.cost_model}
+
+
+def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, workers=None):
+    """What ``run(grid, predictor, store, ...)`` would compute, and its predicted time and memory.
+
+    Nothing is run or written: no store, no lock, no binding. The grid is
+    validated and the store's binding checked as ``run`` does, the cells the
+    store already has are counted, and the rest are grouped as ``run``
+    would group them.
+
+    Parameters
+    ----------
+    grid, predictor, store, executor, backend, dtype
+        As ``run``. The executor sets the groups computed at once: one per
+        core with local processes (None) on the CPU, one in this process
+        ("serial") or on the GPU, unknown on another executor (its wall time
+        is then not predicted, its work on one thread is).
+    workers : int, optional
+        Plan the run on this many single-threaded workers instead (a cluster's:
+        the groups handed out largest first, as ``run`` hands them out); >= 1.
+
+    Returns
+    -------
+    ScanPlan
+
+    Raises
+    ------
+    TypeError, ValueError, BackendUnavailableError
+        As ``run`` before anything runs.
+    """
+    plans, _ = plan_many([(grid, predictor, store)], executor, backend=backend, dtype=dtype,
+                         workers=workers)
+    return plans[0]
+
+
+def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
+    """What ``run_many(runs, ...)`` would compute, and its predicted wall time.
+
+    As ``plan`` for each ``(grid, predictor, store)``, with the groups split
+    and handed out as ``run_many`` hands them out: all grids' groups in one
+    queue on the same workers.
+
+    Parameters
+    ----------
+    runs : sequence of (Grid, str, store)
+    executor, backend, dtype, workers
+        As ``plan``.
+
+    Returns
+    -------
+    plans : list of ScanPlan
+        One a grid (its ``seconds``: that grid's groups alone on the workers).
+    seconds : float or None
+        The predicted wall time of all the modelled groups together on the
+        workers (None: the workers unknown); groups whose time is not
+        modelled are left out of it.
+
+    Raises
+    ------
+    TypeError, ValueError, BackendUnavailableError
+        As ``run_many`` before anything runs.
+    """
+    target = check_run_options(backend, dtype, executor)
+    if workers is not None:
+        workers = check_int("workers", workers, 1)
+    elif executor in (None, "serial"):         # another executor's wall time is not predicted
+        workers = workers_of(executor, target)
+    parts = prepare_parts(runs)
+    check_distinct_stores(parts)
+    items = []
+    for k, p in enumerate(parts):
+        check_stored_settings(p.store, p.pred)
+        p.store.check_writable(create=False)      # as run would, making nothing
+        p.store.check_binding(p.grid.signature(p.pred.name), p.pred.defaults)
+        done = {r["key"] for r in cell_records(p.store, p.pred)}
+        items += pending(k, p.pred, p.cells, done, target, dtype)
+    items = schedule(items, [p.pred for p in parts],        # split as run splits
+                     workers or workers_of(executor, target), target, dtype)
+    plans = [_plan(p, [it for it in items if it.part == k], target, dtype, workers)
+             for k, p in enumerate(parts)]
+    modelled = [it.work for it in items if it.modelled]
+    return plans, None if workers is None else predicted_wall(modelled, workers) if modelled \
+        else 0.0
+
+
+def _plan(part, items, target, dtype, workers):
+    """The ``ScanPlan`` of one part whose pending groups are ``items`` (largest first)."""
+    pred = part.pred
+    settings = [[p for _, _, p in it.group] for it in items]
+    seconds = tuple(it.work if it.modelled else None for it in items)
+    known = {}
+
+    def memory(g):          # the bytes depend on the sizes and the group's shape only
+        shape = (pred.group_key(g[0], "cuda"), len(g), len({s.get("seed") for s in g}))
+        if shape not in known:
+            known[shape] = pred.memory(g, target, dtype)
+        return known[shape]
+
+    model = pred.cost_model(target, dtype) if seconds and seconds[0] is not None else None
+    return ScanPlan(pred.name, part.store.path, target, len(part.cells),
+                    len(part.cells) - sum(len(g) for g in settings), tuple(map(len, settings)),
+                    seconds, tuple(memory(g) for g in settings), workers, model)
+
