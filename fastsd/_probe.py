@@ -24,7 +24,8 @@ no family, keeps what they share:
   does not read as a slow one;
 - ``correction``: the runs' own measured CPU seconds against their predicted
   ones (``record``, at the end of each scan), by family; a model that keeps
-  predicting too short or too long is corrected by their ratio;
+  predicting too short or too long is corrected by their ratio (the median of
+  the latest runs', once there are three);
 - ``busy_cores``: the cores other processes keep busy now, which a prediction of
   wall time (not of work) must share (``slowdown``).
 
@@ -35,6 +36,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import time
 
 from . import __version__, _jitcache
@@ -52,9 +54,12 @@ LIMITS = (0.05, 20.0)
 REFERENCES = table("fastsd", "probe_references.json")
 #: The kinds ``generic`` measures.
 GENERIC = ("gemm64", "numpy")
-#: Runs whose measured / predicted CPU seconds ``correction`` averages (the latest), the
-#: least predicted seconds a run must have to count, and the range a correction stays in.
+#: Runs whose measured / predicted CPU seconds ``correction`` takes the median of (the
+#: latest), the fewest it needs (so that one odd run, e.g. the first after an edit, which
+#: compiles the kernels, does not set it), the least predicted seconds a run must have to
+#: count, and the range a correction stays in.
 FEEDBACK_RUNS = 8
+FEEDBACK_MIN_RUNS = 3
 FEEDBACK_MIN_SECONDS = 2.0
 CORRECTION_LIMITS = (0.25, 4.0)
 
@@ -235,12 +240,18 @@ def factors(family, measure, key, kinds, environ=None):
 
 def record(family, key, predicted, measured, environ=None):
     """Keep a run's predicted and measured CPU seconds in the family's entry (the latest
-    ``FEEDBACK_RUNS``), for ``correction``. Runs predicted under ``FEEDBACK_MIN_SECONDS``
-    are too short to tell, and nothing is kept without a probed entry or under
-    ``FASTSD_COSTS=fallback``."""
+    ``FEEDBACK_RUNS``), for ``correction``.
+
+    ``predicted`` is the family's prediction as it was given, the correction then in force
+    included: it is taken out again, so that a kept run says how the probed prices alone
+    did (and the correction does not feed on itself). Runs predicted under
+    ``FEEDBACK_MIN_SECONDS`` are too short to tell, and nothing is kept without a probed
+    entry or under ``FASTSD_COSTS=fallback``."""
     environ = os.environ if environ is None else environ
-    predicted, measured = float(predicted), float(measured)
-    if _off(environ) or not (predicted >= FEEDBACK_MIN_SECONDS and measured > 0):
+    predicted = float(predicted) / correction(family, key, environ)
+    measured = float(measured)
+    if _off(environ) or not (predicted >= FEEDBACK_MIN_SECONDS and measured > 0
+                             and math.isfinite(measured)):
         return
     path, ident = cache_path(environ), _entry_id(family, key)
 
@@ -260,17 +271,18 @@ class _NoEntry(Exception):
 
 
 def correction(family, key, environ=None):
-    """The factor a family's predictions are multiplied by: the kept runs' measured over
-    predicted CPU seconds (``record``), within ``CORRECTION_LIMITS``; 1 without runs."""
+    """The factor a family's predictions are multiplied by: the median of the kept runs'
+    measured over predicted CPU seconds (``record``), within ``CORRECTION_LIMITS``; 1 with
+    fewer than ``FEEDBACK_MIN_RUNS`` runs."""
     environ = os.environ if environ is None else environ
     if _off(environ):
         return 1.0
     entry = _entries(cache_path(environ)).get(_entry_id(family, key)) or {}
     runs = [r for r in entry.get("runs", ()) if isinstance(r, list) and len(r) == 2
             and all(isinstance(x, float) and math.isfinite(x) and x > 0 for x in r)]
-    if not runs:
+    if len(runs) < FEEDBACK_MIN_RUNS:
         return 1.0
-    ratio = sum(m for _, m in runs) / sum(p for p, _ in runs)
+    ratio = statistics.median(m / p for p, m in runs)
     return min(max(ratio, CORRECTION_LIMITS[0]), CORRECTION_LIMITS[1])
 
 
@@ -294,20 +306,32 @@ def scale(prices, f, kinds, other="scalar"):
     return {unit: value * f[kinds.get(unit, other)] for unit, value in prices.items()}
 
 
+#: A reading of ``busy_cores`` is reused for this many seconds (a dry run of several
+#: figures plans each, and the whole).
+BUSY_REUSE = 5.0
+_BUSY = {}
+
+
 def busy_cores(interval=0.5, environ=None):
-    """Cores' worth of CPU that other processes used over the last ``interval`` seconds, on
+    """Cores' worth of CPU that other processes used over the next ``interval`` seconds, on
     the cores this process may run on (0 under ``FASTSD_COSTS=fallback``). The caller is
-    asleep meanwhile, so what is busy is not its own work."""
+    asleep meanwhile, so what is busy is not its own work. A reading is reused for
+    ``BUSY_REUSE`` seconds."""
     import psutil
 
     environ = os.environ if environ is None else environ
     if _off(environ):
         return 0.0
+    last = _BUSY.get(interval)
+    if last is not None and time.monotonic() - last[0] < BUSY_REUSE:
+        return last[1]
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     per_cpu = psutil.cpu_percent(interval=interval, percpu=True)
     if cores is not None:
         per_cpu = [per_cpu[c] for c in cores if c < len(per_cpu)]
-    return sum(per_cpu) / 100.0
+    busy = sum(per_cpu) / 100.0
+    _BUSY[interval] = (time.monotonic(), busy)
+    return busy
 
 
 def slowdown(workers, busy, cores):

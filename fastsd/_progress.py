@@ -35,6 +35,14 @@ def bar(show, **kwargs):
     return tqdm(dynamic_ncols=True, **kwargs)
 
 
+def advance(bar, n):
+    """``bar.update(n)``, but never past its total: a total that is a sum of float works may
+    be passed by their updates' rounding, and tqdm then warns ("clamping frac") and shows a
+    negative time left."""
+    total = getattr(bar, "total", None)
+    bar.update(max(0.0, min(n, total - bar.n)) if total else n)
+
+
 def clock(seconds):
     """Seconds as H:MM:SS (rounded to the second), for predicted and elapsed wall times."""
     seconds = int(round(seconds))

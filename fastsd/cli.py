@@ -216,13 +216,36 @@ def _cmd_ntk(args):
           f"({rec['pair_selection']}), {rec['solver']} solver, {rec['wall_time']:.1f} s")
 
 
+def _cluster_logs(args):
+    """Where a ``--cluster`` run's jobs write their output: under the run's own folder."""
+    return os.path.join(args.out, "cluster-logs")
+
+
+def _print_submission(args):
+    """``--dry-run --cluster``: the job script and the scheduler's answer, nothing submitted."""
+    from .scan.cluster import describe_submission
+
+    try:
+        got = describe_submission(args.cluster, log_directory=_cluster_logs(args))
+    except ValueError as exc:       # planned anyway: a plan for a cluster made elsewhere
+        print(f"fastsd: note: the jobs were not checked against the scheduler: {exc}",
+              file=sys.stderr)
+        return
+    if args.json:
+        print(json.dumps({"cluster": args.cluster, **got}, sort_keys=True))
+        return
+    answer = got["scheduler_answer"] or "(this kind has no dry-run submission to ask)"
+    print(f"--cluster {args.cluster}: each job runs this script (nothing submitted):\n"
+          f"{got['job_script'].rstrip()}\nthe scheduler's answer to it: {answer}\n")
+
+
 def _executor(args):
     if args.serial:
         return "serial"
     if args.cluster:
         from .scan.cluster import jobqueue_client
 
-        return jobqueue_client(args.cluster, args.workers)
+        return jobqueue_client(args.cluster, args.workers, log_directory=_cluster_logs(args))
     if args.dask:
         try:
             from distributed import Client
@@ -288,7 +311,7 @@ def _print_plan(result):
     for m in models:
         print(f"  {m}")
     if result["seconds"] is not None:
-        total = f"predicted {clock(result['seconds'])}{on}"
+        total = f"predicted {clock(result['seconds'])}{on}{_at_load(result)}"
     elif result["modelled_seconds"]:
         total = (f"predicted {clock(result['modelled_seconds'])}{on} for the modelled parts; "
                  "the others not modelled")
@@ -300,6 +323,18 @@ def _print_plan(result):
         memory = (f"; memory {fmt_bytes(result['peak_memory_bytes'])} at most at once"
                   + (f" ({fmt_bytes(avail)} available)" if avail is not None else ""))
     print(f"  total: {result['remaining']} of {result['cells']} cells to compute, {total}{memory}")
+
+
+def _at_load(result):
+    """", <time> at this moment's load (...)" where other processes keep cores busy enough to
+    slow the run (by 5% or more), else ""."""
+    from ._progress import clock
+
+    quiet, now = result.get("predicted_wall_s"), result.get("predicted_wall_now_s")
+    if quiet is None or now is None or now < 1.05 * quiet:
+        return ""
+    return (f" on a quiet machine, {clock(now)} at this moment's load ({result['busy_cores']:.1f} "
+            f"cores busy with other work)")
 
 
 def _print_total(whole, as_json):
@@ -317,6 +352,7 @@ def _print_total(whole, as_json):
         print(f"{len(results)} figures: wall time not predicted (workers unknown)")
         return
     print(f"{len(results)} figures on one pool: predicted {clock(whole['modelled_wall_s'])}{on}"
+          + _at_load(whole)
           + (f" for the modelled ones ({', '.join(missing)} not modelled)" if missing else "")
           + f"; one after another it would be {clock(whole['one_after_another_s'])}")
 
@@ -345,6 +381,8 @@ def _cmd_reproduce(args):
         args._parser.error(f"--workers N plans N workers and --serial one process: give one "
                            f"of them; got --workers {args.workers} --serial")
     if args.dry_run:                # on a cluster: planned for --workers, no job submitted
+        if args.cluster:
+            _print_submission(args)
         executor = None if args.cluster else _executor(args)
         try:
             if len(figures) == 1:

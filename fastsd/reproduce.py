@@ -90,7 +90,7 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
         For an unknown figure, or a store of a different grid.
     """
     from ._memory import available_bytes
-    from .scan.plans import plan_many
+    from .scan.plans import plan_many, wall_now
 
     spec, out, runs = _plan_runs(figure, quick, out, backend)
     plans, wall = plan_many(runs, executor, backend=backend, workers=workers)
@@ -104,6 +104,8 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
     return dict(result, cells=sum(p.cells for p in plans), done=sum(p.done for p in plans),
                 remaining=sum(p.remaining for p in plans), workers=workers,
                 seconds=seconds, predicted_wall_s=seconds,
+                predicted_wall_now_s=None if seconds is None else wall_now(plans, seconds),
+                busy_cores=plans[0].busy_cores,
                 modelled_seconds=wall, memory_bytes=max(memory) if memory else None,
                 peak_memory_bytes=sum(sorted(memory, reverse=True)[:workers or 1])
                 if memory else None)
@@ -150,16 +152,18 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
     ValueError
         As ``plan``, and for an empty ``figures``.
     """
-    from .scan.plans import plan_many
+    from .scan.plans import plan_many, wall_now
 
     figures = _figure_list(figures)
     plans = [plan(f, quick=quick, out=out, backend=backend, executor=executor, workers=workers)
              for f in figures]
     runs = [r for f in figures for r in _plan_runs(f, quick, out, backend)[2]]
-    _, wall = plan_many(runs, executor, backend=backend, workers=workers)
+    whole, wall = plan_many(runs, executor, backend=backend, workers=workers)
     modelled = all(p["predicted_wall_s"] is not None for p in plans)
     return {"figure": "all", "figures": plans, "workers": plans[0]["workers"],
             "predicted_wall_s": wall if modelled else None, "modelled_wall_s": wall,
+            "predicted_wall_now_s": wall_now(whole, wall) if modelled else None,
+            "busy_cores": whole[0].busy_cores if whole else None,
             "one_after_another_s": None if wall is None else
             sum(p["modelled_seconds"] or 0.0 for p in plans)}
 

@@ -151,10 +151,6 @@ def test_a_spec_without_always_keyed_keys_only_what_is_off_its_default():
         Spec(p, q, always_keyed=("k", "x"))
 
 
-@pytest.mark.xfail(strict=True, reason="mlp_image's settings are no one spec: its key names "
-                   "every setting (Predictor.key), so a TRAINING setting added would change "
-                   "every mlp_image key; fix in fastsd/scan/predictors.py: MLPImagePredictor.key "
-                   "= settings_key(MLP.keyed(settings)), then drop this mark")
 def test_a_training_setting_added_leaves_the_mlp_image_keys_unchanged(monkeypatch):
     from fastsd.params import TRAINING
     from fastsd.scan.predictors import MLPImagePredictor

@@ -127,3 +127,98 @@ def test_importing_dask_jobqueue_keeps_the_sigint_handler():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+class _FakeCluster:
+    """What JobWatcher reads and calls of a dask-jobqueue cluster: jobs by name (their
+    workers' suffixes), the workers connected, each job's id, the event loop and scale."""
+
+    def __init__(self, jobs, processes=2):
+        self.group = [f"-{k}" for k in range(processes)]
+        self.worker_spec, self.workers, self.scheduler_info = {}, {}, {"workers": {}}
+        self.next_id, self.loop = 100, self
+        self.scale(jobs=jobs)
+
+    def add_callback(self, fn):
+        fn()
+
+    def scale(self, jobs):
+        k = 0
+        while len(self.worker_spec) < jobs:
+            name = f"SLURMCluster-{k}"
+            if name not in self.worker_spec and name not in self.workers:
+                self.worker_spec[name] = {"group": self.group}
+                self.workers[name] = type("Job", (), {"job_id": str(self.next_id)})()
+                self.next_id += 1
+            k += 1
+
+    def join(self, name):
+        for suffix in self.group:
+            self.scheduler_info["workers"][f"tcp://{name}{suffix}"] = {"name": name + suffix}
+
+    def lose(self, name):
+        for suffix in self.group:
+            self.scheduler_info["workers"].pop(f"tcp://{name}{suffix}", None)
+
+
+def test_the_job_watcher_replaces_ended_jobs_up_to_its_cap_then_gives_up():
+    import io
+
+    from fastsd.scan.cluster import LOST_GRACE, JobWatcher
+
+    cluster, out = _FakeCluster(jobs=2), io.StringIO()
+    watcher = JobWatcher(cluster, "slurm", jobs=2, cap=1, pending_after=1e9, out=out)
+    for name in list(cluster.worker_spec):
+        cluster.join(name)
+    assert watcher.poll(0.0) == []
+    cluster.lose("SLURMCluster-0")                       # its job ended
+    assert watcher.poll(1.0) == []                       # its workers may come back
+    assert watcher.poll(1.0 + LOST_GRACE) == ["SLURMCluster-0"]
+    assert "job 100 (SLURMCluster-0) ended; submitted a replacement (1 of at most 1" in \
+        out.getvalue()
+    assert len(cluster.worker_spec) == 2 and "SLURMCluster-0" not in cluster.worker_spec
+    new, = set(cluster.worker_spec) - {"SLURMCluster-1"}
+    cluster.join(new)
+    assert watcher.poll(2.0 + LOST_GRACE) == [] and watcher.gave_up is None
+    for name in list(cluster.worker_spec):               # every job ends: no replacement left
+        cluster.lose(name)
+    watcher.poll(3.0 + LOST_GRACE)
+    assert watcher.poll(4.0 + 2 * LOST_GRACE) == []
+    assert "no replacement: 1 of at most 1 submitted" in out.getvalue()
+    assert watcher.gave_up.startswith("every job of the cluster has ended (3, 1 of them "
+                                      "replacements; at most 1")
+
+
+def test_the_job_watcher_reports_a_job_pending_too_long_once():
+    import io
+
+    from fastsd.scan.cluster import JobWatcher
+
+    cluster, out = _FakeCluster(jobs=2), io.StringIO()
+    watcher = JobWatcher(cluster, "local", jobs=2, cap=4, pending_after=60.0, out=out)
+    cluster.join("SLURMCluster-0")
+    watcher.poll(0.0)
+    watcher.poll(59.0)
+    assert out.getvalue() == ""
+    watcher.poll(61.0)
+    watcher.poll(200.0)
+    text = out.getvalue()
+    assert text.count("waited") == 1 and "1 job(s) (101) have waited 61 s in the queue" in text
+    assert watcher.gave_up is None
+
+
+def test_the_resubmission_cap_and_the_pending_wait_are_read_from_the_environment(monkeypatch):
+    from fastsd.scan.cluster import PENDING_REPORT, max_resubmits, pending_report
+
+    monkeypatch.delenv("FASTSD_MAX_RESUBMITS", raising=False)
+    monkeypatch.delenv("FASTSD_PENDING_REPORT", raising=False)
+    assert max_resubmits(4) == 8 and pending_report() == PENDING_REPORT
+    monkeypatch.setenv("FASTSD_MAX_RESUBMITS", "0")
+    monkeypatch.setenv("FASTSD_PENDING_REPORT", "2.5")
+    assert max_resubmits(4) == 0 and pending_report() == 2.5
+    for name, bad in (("FASTSD_MAX_RESUBMITS", "-1"), ("FASTSD_MAX_RESUBMITS", "many"),
+                      ("FASTSD_PENDING_REPORT", "inf")):
+        monkeypatch.setenv(name, bad)
+        with pytest.raises(ValueError, match=f"`{name}` must be a number >= 0; got '{bad}'"):
+            max_resubmits(4) if name == "FASTSD_MAX_RESUBMITS" else pending_report()
+        monkeypatch.delenv(name)

@@ -19,10 +19,10 @@ from fastsd.scan.scheduling import predicted_wall
 FIXED = dict(d=8, width=16, steps=20, eval_every=10, n_test=64)
 PLAN_KEYS = {"predictor", "store", "backend", "cells", "done", "remaining", "groups",
              "workers", "modelled", "work_seconds", "seconds", "memory_bytes",
-             "peak_memory_bytes", "cost_model", "label"}
+             "peak_memory_bytes", "cost_model", "label", "seconds_now", "busy_cores"}
 RESULT_KEYS = {"figure", "title", "dry_run", "grid", "parts", "available_bytes", "cells",
                "done", "remaining", "workers", "seconds", "modelled_seconds", "memory_bytes",
-               "peak_memory_bytes", "predicted_wall_s"}
+               "peak_memory_bytes", "predicted_wall_s", "predicted_wall_now_s", "busy_cores"}
 
 
 @pytest.fixture
@@ -183,7 +183,7 @@ def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):
 
 
 def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(tmp_path,
-                                                                                capsys):
+                                                                                capsys, monkeypatch):
     from fastsd.reproduce import plan
     from fastsd.scan.scheduling import predicted_wall
 
@@ -208,12 +208,45 @@ def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(t
         with pytest.raises(SystemExit) as exit_:            # usage errors: argparse's 2
             main(["reproduce", "fig1c", *usage, "--out", str(tmp_path)])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
-    # a cluster's dry run plans its workers and submits nothing (no dask-jobqueue needed)
+    # a cluster's dry run plans its workers and submits nothing (no dask-jobqueue, no
+    # configuration needed: where the jobs cannot be checked it says so and plans anyway)
+    monkeypatch.setenv("DASK_CONFIG", str(tmp_path / "no-dask-config"))
     assert main(["reproduce", "fig1c", "--dry-run", "--cluster", "slurm", "--workers", "16",
-                 "--out", str(tmp_path)]) == 0
-    assert "on 16 workers" in capsys.readouterr().out
+                 "--out", str(tmp_path / "out")]) == 0
+    got = capsys.readouterr()
+    assert "on 16 workers" in got.out and "the jobs were not checked" in got.err
+    assert not (tmp_path / "out").exists()
     for bad in ("0", "-3"):                             # a usage error, as "1.5" is
         with pytest.raises(SystemExit) as exit_:
             main(["reproduce", "fig1c", "--dry-run", "--workers", bad])
         assert exit_.value.code == 2
         assert f"--workers must be an integer >= 1; got {bad}" in capsys.readouterr().err
+
+
+def test_a_dry_run_on_a_busy_machine_predicts_the_quiet_and_the_loaded_wall_time(
+        tmp_path, capsys, monkeypatch, tiny_fig1c):
+    """Issue 42: the prediction was the quiet machine's whatever the load; a run beside two
+    busy processes on 2 cores took twice as long. The plan now reads the cores other
+    processes keep busy (``fastsd._probe.busy_cores``) and gives both times: local workers
+    W beside B busy cores on C cores take max(1, (W + B) / C) times as long."""
+    from fastsd import _probe
+    from fastsd.scan import plans
+
+    monkeypatch.setattr(plans, "cpu_count", lambda: 2)
+    monkeypatch.setattr(plans, "workers_of", lambda executor, target: 2)
+    for busy, slowdown in ((0.0, 1.0), (2.0, 2.0), (8.0, 5.0)):
+        monkeypatch.setattr(_probe, "busy_cores", lambda interval=0.5, environ=None: busy)
+        assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--dry-run",
+                     "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert got["busy_cores"] == busy and got["workers"] == 2
+        assert got["predicted_wall_now_s"] == pytest.approx(slowdown * got["predicted_wall_s"])
+        part, = got["parts"]
+        assert part["seconds_now"] == pytest.approx(slowdown * part["seconds"])
+        assert main(["reproduce", "fig1c", "--quick", "--out", str(tmp_path), "--dry-run"]) == 0
+        text = capsys.readouterr().out
+        assert ("at this moment's load" in text) == (slowdown > 1), text
+    # a cluster's workers do not share this machine: no load is read for them
+    g = plan(Grid(L=[2], gamma=[1.0], seed=[0], **FIXED), "mlp", tmp_path / "s.jsonl",
+             workers=16)
+    assert g.busy_cores is None and g.seconds_now == g.seconds

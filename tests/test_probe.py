@@ -116,14 +116,18 @@ def test_another_checkouts_or_familys_entry_is_kept_beside_this_ones(home, monke
 
 def test_runs_that_keep_taking_longer_than_predicted_correct_the_prices(home, monkeypatch):
     """The runs' measured CPU seconds feed back into the prices: a model that predicted
-    half the time of each of its runs predicts twice as long after them; runs too short to
-    tell and entries that were never probed keep nothing; the latest runs count."""
+    half the time of its runs predicts twice as long after three of them (the median of
+    their ratios: one odd run does not set it); runs too short to tell and entries that
+    were never probed keep nothing; the latest runs count."""
     monkeypatch.setattr(costs, "probe", lambda repeats=5: dict(FAKE))
     before = costs.time_model("cpu", "float32", home)
     assert costs.correction(home) == 1.0
-    for _ in range(3):
-        costs.record(10.0, 20.0, home)
-    costs.record(0.5, 50.0, home)                       # too short to tell
+    costs.record(10.0, 200.0, home)   # one odd run (the kernels compiled): no correction yet
+    for n in range(3):         # the model's own prediction each time: 10 s of work as it says
+        assert costs.correction(home) == (1.0 if n < 2 else pytest.approx(2.0))
+        costs.record(10.0 * costs.correction(home), 20.0, home)
+    assert costs.correction(home) == pytest.approx(2.0)   # it does not feed on itself, and
+    costs.record(0.5, 50.0, home)                       # a run too short to tell is left out
     assert costs.correction(home) == pytest.approx(2.0)
     after = costs.time_model("cpu", "float32", home)
     sizes = dict(L=64, input_dim=128, width=256, batch_size=128)
@@ -132,10 +136,10 @@ def test_runs_that_keep_taking_longer_than_predicted_correct_the_prices(home, mo
             2.0 * before.step_seconds(path, **sizes))
     assert "feedback x2.00" in after.describe()
     for _ in range(_probe.FEEDBACK_RUNS):             # the latest runs replace the older
-        costs.record(10.0, 5.0, home)
+        costs.record(10.0 * costs.correction(home), 5.0, home)
     assert costs.correction(home) == pytest.approx(0.5)
     for _ in range(_probe.FEEDBACK_RUNS):             # and a correction stays in its limits
-        costs.record(10.0, 1000.0, home)
+        costs.record(10.0 * costs.correction(home), 1000.0, home)
     assert costs.correction(home) == _probe.CORRECTION_LIMITS[1]
     # a family without a probed entry keeps nothing (there is nothing to correct yet)
     lazy_costs.record(10.0, 20.0, home)
@@ -345,3 +349,24 @@ def test_a_store_resumed_under_another_probe_keeps_its_cells_paths(tmp_path, mon
         r = json.loads(line)
         assert r["path"] == shipped.choose(L=r["settings"]["L"], input_dim=32, width=256,
                                            batch_size=128)
+
+
+def test_a_scan_gives_its_measured_cpu_seconds_back_to_its_time_model(home, monkeypatch):
+    """A scan keeps, for each predictor with a time model, its groups' predicted seconds and
+    the CPU seconds they took, in the family's probe entry (``fastsd._probe.record``)."""
+    from fastsd.scan import Grid, plan, run
+
+    monkeypatch.setattr(costs, "probe", lambda repeats=5: {"gemm": 1.0, "scalar": 1.0})
+    monkeypatch.setattr(_probe, "FEEDBACK_MIN_SECONDS", 0.0)
+    grid = Grid(d=[16], L=[8], gamma=[1.0, 0.5], seed=[0], width=64, steps=40, eval_every=20,
+                n_test=64)
+    store = str(home["XDG_CACHE_HOME"]) + "/cells.jsonl"
+    predicted = plan(grid, "mlp", store, "serial", backend="cpu").work
+    start = __import__("time").process_time()
+    run(grid, "mlp", store, executor="serial", backend="cpu", progress=False)
+    spent = __import__("time").process_time() - start
+    entry, = json.load(open(_probe.cache_path(home)))["entries"].values()
+    (kept_predicted, kept_measured), = entry["runs"]
+    assert kept_predicted == pytest.approx(predicted)
+    assert 0 < kept_measured <= spent
+    assert costs.correction(home) == 1.0     # one run: not yet (FEEDBACK_MIN_RUNS)

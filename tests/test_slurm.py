@@ -4,11 +4,19 @@
 ``FASTSD_SLURM_REQUIRED=1`` so that these tests fail there rather than skip. Elsewhere,
 without a SLURM whose node is up, they skip with the reason.
 
-- Fig. 1c quick through two real SLURM jobs stores the records of a plain run (times aside);
-- Ctrl-C (SIGINT) on a `--cluster slurm` run exits 130 with "interrupted", its jobs
-  cancelled (it had exited 0 with no message: dask-jobqueue's import replaced the handler).
+- Fig. 1c quick through two real SLURM jobs stores the records of a plain run (times aside),
+  the jobs' logs under the run's folder (they had been left in the working directory);
+- a job cancelled mid-run is replaced by a new one (seen in squeue) and the records equal a
+  plain run's; every job cancelled with no replacement allowed stops the run at once with
+  the reason (exit 1), and a rerun completes the store;
+- Ctrl-C (SIGINT) and SIGTERM on a `--cluster slurm` run exit 130 and 143, their jobs
+  cancelled, the finished cells kept (Ctrl-C had exited 0 with no message: dask-jobqueue's
+  import replaced the handler);
+- a partition that does not exist, or a request no node meets, is an error within seconds;
+- `--dry-run --cluster slurm` prints the job script and SLURM's answer, submitting nothing.
 """
 import json
+import re
 import os
 import shutil
 import signal
@@ -86,9 +94,108 @@ def test_fig1c_quick_through_slurm_jobs_stores_a_plain_runs_records(tmp_path, sl
     got = _records(tmp_path / "slurm" / "fig1c-quick.jsonl")
     want = _records(tmp_path / "plain" / "fig1c-quick.jsonl")
     assert len(got) == 36 and got == want
+    logs = sorted(os.listdir(tmp_path / "slurm" / "cluster-logs"))
+    assert len(logs) == 4 and all(n.startswith("dask-worker-") for n in logs), logs
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("slurm-")]
 
 
-def test_ctrl_c_on_a_slurm_run_exits_130_and_cancels_its_jobs(tmp_path, slurm_env):
+def _wait_for(condition, seconds, what, proc=None):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the run ended while waiting for {what}: "
+                                 f"{proc.stderr.read()[-3000:]}")
+        assert time.monotonic() < deadline, f"no {what} after {seconds} s"
+        time.sleep(0.5)
+
+
+def _start(tmp_path, env, *args):
+    return subprocess.Popen([sys.executable, "-m", "fastsd", "reproduce", *args, "--backend",
+                             "cpu", "--cluster", "slurm", "--workers", "2", "--quiet"],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _cells(out):
+    """The records in the stores of a results folder."""
+    if not out.exists():
+        return 0
+    return sum(len(_records(out / n)) for n in os.listdir(out) if n.endswith(".jsonl"))
+
+
+def _running(jobs):
+    out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], capture_output=True,
+                         text=True, timeout=10).stdout.split()
+    return set(jobs) <= set(out)
+
+
+def test_a_job_cancelled_mid_run_is_replaced_and_nothing_is_lost(tmp_path, slurm_env):
+    before = set(_jobs())
+    proc = _start(tmp_path, slurm_env, "fig3", "--quick", "--out", str(tmp_path / "slurm"))
+    try:
+        _wait_for(lambda: len(set(_jobs()) - before) >= 2, 120, "two SLURM jobs", proc)
+        first = sorted(set(_jobs()) - before, key=int)
+        _wait_for(lambda: _running(first), 120, "running jobs", proc)
+        time.sleep(10)                                  # the workers joined and compute
+        subprocess.run(["scancel", first[0]], check=True, timeout=10)
+        _wait_for(lambda: set(_jobs()) - before - set(first), 90, "a replacement job", proc)
+        replacement = sorted(set(_jobs()) - before - set(first), key=int)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    assert f"job {first[0]} (" in err and "ended; submitted a replacement (1 of at most 4" in err
+    print(f"cancelled job {first[0]}; replacement job {replacement} in squeue")
+    plain = subprocess.run([sys.executable, "-m", "fastsd", "reproduce", "fig3", "--quick",
+                            "--backend", "cpu", "--quiet", "--out", str(tmp_path / "plain")],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    stores = sorted(n for n in os.listdir(tmp_path / "plain") if n.endswith(".jsonl"))
+    assert len(stores) == 4                             # Fig. 3's panels b, c, e, f
+    for name in stores:
+        got, want = (_records(tmp_path / run / name) for run in ("slurm", "plain"))
+        assert got and got == want, name
+    print(f"records: {sum(len(_records(tmp_path / 'slurm' / n)) for n in stores)} cells in "
+          f"{len(stores)} stores, equal to a plain run's")
+
+
+def test_every_job_cancelled_stops_the_run_at_once_and_a_rerun_completes_it(tmp_path,
+                                                                            slurm_env):
+    env = dict(slurm_env, FASTSD_MAX_RESUBMITS="0")
+    out = tmp_path / "slurm"
+    before = set(_jobs())
+    proc = _start(tmp_path, env, "fig3", "--quick", "--out", str(out))
+    try:
+        _wait_for(lambda: len(set(_jobs()) - before) >= 2, 120, "two SLURM jobs", proc)
+        jobs = sorted(set(_jobs()) - before, key=int)
+        _wait_for(lambda: _running(jobs), 120, "running jobs", proc)
+        _wait_for(lambda: _cells(out) > 0, 300, "a finished cell", proc)
+        subprocess.run(["scancel", *jobs], check=True, timeout=10)
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, err[-3000:]
+    assert "every job of the cluster has ended (2, 0 of them replacements; at most 0" in err
+    assert "the finished cells are saved: rerun to resume" in err
+    assert took < 60, took
+    print(f"every job cancelled: exit {proc.returncode} {took:.0f} s after the scancel; "
+          f"{err.strip().splitlines()[-1]}")
+    kept = _cells(out)
+    assert kept > 0
+    rerun = _start(tmp_path, slurm_env, "fig3", "--quick", "--out", str(out))
+    _, err = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, err[-3000:]
+    assert _cells(out) == 168
+    print(f"rerun: {kept} cells kept from the first run, 168 in the stores after the rerun")
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_on_a_slurm_run_exits_with_its_code_and_cancels_its_jobs(tmp_path, slurm_env,
+                                                                          sig, code):
     before = set(_jobs())
     proc = subprocess.Popen([sys.executable, "-m", "fastsd", "reproduce", "fig1c", "--backend",
                              "cpu", "--cluster", "slurm", "--workers", "2", "--out",
@@ -102,10 +209,10 @@ def test_ctrl_c_on_a_slurm_run_exits_130_and_cancels_its_jobs(tmp_path, slurm_en
             assert time.monotonic() < deadline, "no SLURM jobs after 120 s"
             time.sleep(0.5)
         time.sleep(3)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130, err[-3000:]
-        assert "fastsd: interrupted (finished cells are saved; rerun to resume)" in err
+        assert proc.returncode == code, err[-3000:]
+        assert "(finished cells are saved; rerun to resume)" in err
         deadline = time.monotonic() + 30
         while set(_jobs()) - before:                    # the cluster cancelled its jobs
             assert time.monotonic() < deadline, f"jobs left: {set(_jobs()) - before}"
@@ -126,8 +233,6 @@ def test_a_job_the_scheduler_refuses_is_an_error_at_once(tmp_path, slurm_env, se
     """The README's yaml (queue: normal) had shown tracebacks and then waited 10 minutes for
     workers; a request no node meets had stayed pending. Now: exit 1 within seconds, the
     scheduler's reason and the yaml key named, nothing submitted."""
-    import re
-
     config = os.path.join(slurm_env["DASK_CONFIG"], "jobqueue.yaml")
     text = open(config).read()
     line = next(li for li in text.splitlines() if li.strip().startswith(f"{setting}:"))
@@ -145,3 +250,35 @@ def test_a_job_the_scheduler_refuses_is_an_error_at_once(tmp_path, slurm_env, se
     assert re.search(r"^fastsd: error: `--cluster` 'slurm': the scheduler refuses its jobs "
                      r"\(.*" + words, message), message
     assert message.endswith("Nothing was submitted.") and set(_jobs()) == before
+    assert not (tmp_path / "out").exists()          # no folder left by a refused run
+    print(f"{setting}: {value}: exit {done.returncode} in {time.monotonic() - start:.1f} s: "
+          f"{message}")
+
+
+def test_a_dry_run_on_slurm_prints_the_job_script_and_slurms_answer(tmp_path, slurm_env):
+    before = set(_jobs())
+    done = subprocess.run([sys.executable, "-m", "fastsd", "reproduce", "fig1c", "--quick",
+                           "--dry-run", "--cluster", "slurm", "--workers", "2", "--out",
+                           str(tmp_path / "out")], cwd=tmp_path, env=slurm_env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "#SBATCH -J dask-worker" in out and f"{tmp_path / 'out' / 'cluster-logs'}" in out
+    assert "the scheduler's answer to it: Job " in out and " to start at " in out
+    assert "predicted" in out and "on 2 workers" in out
+    assert set(_jobs()) == before and not (tmp_path / "out").exists()
+
+
+def test_a_job_pending_past_the_wait_is_reported_with_slurms_reason(tmp_path, slurm_env):
+    """Three 1-core jobs on this 2-CPU node: the third waits for resources the whole run; it
+    is reported once, with squeue's reason, and the run finishes on the workers that joined."""
+    env = dict(slurm_env, FASTSD_PENDING_REPORT="5")
+    done = subprocess.run([sys.executable, "-m", "fastsd", "reproduce", "fig1c", "--quick",
+                           "--quiet", "--backend", "cpu", "--cluster", "slurm", "--workers",
+                           str(os.cpu_count() + 1), "--out", str(tmp_path / "out")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line, = [li for li in done.stderr.splitlines() if "in the queue" in li]
+    assert re.search(r"^fastsd: 1 job\(s\) \(\d+\) have waited \d+ s in the queue \(\d+ PENDING "
+                     r"(Resources|Priority)\); the scan runs on the workers that join", line), line
+    print(line)

@@ -8,10 +8,24 @@ The jobs' queue, account, memory, walltime and cores come from the user's Dask
 configuration (``~/.config/dask/jobqueue.yaml``, section ``jobqueue.<kind>``;
 README, "On a cluster") or from ``options``. fastsd runs each group on one
 thread, so a job's ``processes`` should equal its ``cores``. Closing the client
-closes the cluster, which cancels its jobs. ``kind="local"`` runs the jobs as
+closes the cluster, which cancels its jobs.
+
+While the scan runs, a ``JobWatcher`` looks at the jobs every ``WATCH_POLL`` seconds:
+a job whose workers had joined and are gone (cancelled, past its walltime, preempted,
+its node lost) is replaced by a new job, up to ``max_resubmits()`` replacements in all;
+a job still waiting in the queue after ``pending_report()`` seconds is reported on
+stderr with the scheduler's reason; and when every job has ended with no replacement
+left, the scan stops at once (its finished cells saved) rather than waiting for
+workers that cannot come. ``kind="local"`` runs the jobs as
 processes of this machine (dask-jobqueue's own ``LocalCluster``: the same job
 scripts and scaling, no queue): for a trial before submitting, and the tests.
 """
+import contextlib
+import os
+import sys
+import threading
+import time
+
 from .._validation import check_choice, check_int
 
 #: The cluster kinds: dask-jobqueue's class of each ("local": its LocalCluster).
@@ -22,18 +36,24 @@ KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "lsf": "LSFCluster",
 LOCAL_JOB = {"cores": 1, "processes": 1, "memory": "2GiB"}
 
 
-def jobqueue_cluster(kind, **options):
+def jobqueue_cluster(kind, log_directory=None, **options):
     """dask-jobqueue's cluster of ``kind``, configured but with no job submitted yet.
 
     Parameters
     ----------
     kind : {"slurm", "pbs", "lsf", "sge", "htcondor", "moab", "oar", "local"}
         The scheduler the jobs go to ("local": processes of this machine).
+    log_directory : str, optional
+        Where the jobs write their output (``fastsd reproduce`` gives
+        ``<out>/cluster-logs``); default the configuration's (SLURM: the
+        working directory). Created when the job script is made.
     **options
         Keyword arguments of the dask-jobqueue cluster class (``queue``,
         ``account``, ``cores``, ``processes``, ``memory``, ``walltime``,
         ``job_extra_directives``, ...); those not given come from the Dask
-        configuration.
+        configuration. The scheduler's dashboard takes a free port
+        (``scheduler_options``' "dashboard_address" ":0") unless given: two runs on
+        one host had warned that port 8787 was in use.
 
     Returns
     -------
@@ -49,6 +69,10 @@ def jobqueue_cluster(kind, **options):
     """
     check_choice("cluster", kind, tuple(KINDS))
     dask_jobqueue = _import_jobqueue()
+    if log_directory is not None:
+        options["log_directory"] = os.path.abspath(log_directory)
+    options.setdefault("scheduler_options", {})
+    options["scheduler_options"] = {"dashboard_address": ":0", **options["scheduler_options"]}
     if kind == "local":
         from dask_jobqueue.local import LocalCluster as cls
         options = {**LOCAL_JOB, **options}
@@ -111,18 +135,23 @@ def check_submission(cluster, kind):
     does not exist had shown tracebacks and then waited 10 minutes for workers that never
     came, and a request no node can meet had stayed pending with nothing said.
 
+    Returns
+    -------
+    str or None
+        The scheduler's answer (for SLURM, when and where a job would start), or None for a
+        kind without a dry-run submission.
+
     Raises
     ------
     ValueError
         Naming the scheduler's reason and the key of ``jobqueue.<kind>`` to change.
     """
-    import os
     import subprocess
     import tempfile
 
     command = TEST_ONLY.get(kind)
     if command is None:
-        return
+        return None
     with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False) as fh:
         fh.write(cluster.job_script())
     try:
@@ -143,6 +172,217 @@ def check_submission(cluster, kind):
         raise ValueError(f"`cluster` {kind!r}: the scheduler refuses its jobs ({reason}); fix: "
                          f"set {key} under jobqueue.{kind} in ~/.config/dask/jobqueue.yaml "
                          f"(README, \"On a cluster\"). Nothing was submitted.")
+    return " ".join((done.stderr + done.stdout).replace("sbatch:", "").split())
+
+
+@contextlib.contextmanager
+def _folders_undone(path, keep):
+    """Within: ``path``'s folders that did not exist may be made; after, those made are
+    removed again (empty, deepest first) unless ``keep()`` says otherwise."""
+    path = None if path is None else os.path.abspath(path)
+    missing = []
+    while path is not None and not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        path = parent if parent != path else None
+    try:
+        yield
+    finally:
+        if not keep():
+            for folder in missing:
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    break
+
+
+def describe_submission(kind, **options):
+    """The job script a ``--cluster`` run would submit and the scheduler's answer to it, with
+    nothing submitted: for ``fastsd reproduce --dry-run --cluster``.
+
+    Parameters
+    ----------
+    kind, **options
+        As ``jobqueue_cluster``.
+
+    Returns
+    -------
+    dict
+        "job_script" (str) and "scheduler_answer" (``check_submission``'s: None for a kind
+        without a dry-run submission).
+
+    Raises
+    ------
+    ValueError
+        As ``jobqueue_cluster`` and ``check_submission``.
+    """
+    with _folders_undone(options.get("log_directory"), keep=lambda: False):
+        cluster = jobqueue_cluster(kind, **options)
+        try:
+            return {"job_script": cluster.job_script(),
+                    "scheduler_answer": check_submission(cluster, kind)}
+        finally:
+            cluster.close()
+
+
+#: Seconds between two looks at the jobs (``JobWatcher``).
+WATCH_POLL = 5.0
+#: Seconds a job's workers may be gone before it counts as ended (they may reconnect).
+LOST_GRACE = 10.0
+#: Replacements of ended jobs allowed per job asked for (``FASTSD_MAX_RESUBMITS`` sets the
+#: total instead).
+RESUBMITS_PER_JOB = 2
+#: Seconds a job may wait in the queue before the scan says so (``FASTSD_PENDING_REPORT``).
+PENDING_REPORT = 300.0
+#: Each kind's command that prints "<job id> <state> <reason>" lines of the given ids.
+QUEUE_REASON = {"slurm": ("squeue", "-h", "-o", "%i %T %r", "-j")}
+
+
+def _env_number(name, default, kind):
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        got = kind(value)
+    except ValueError:
+        got = None
+    if got is None or not got >= 0 or got == float("inf"):
+        raise ValueError(f"`{name}` must be a number >= 0; got {value!r}.")
+    return got
+
+
+def max_resubmits(jobs, environ=None):
+    """Replacements of ended jobs a scan of ``jobs`` jobs may submit: ``FASTSD_MAX_RESUBMITS``
+    (an integer >= 0), else ``RESUBMITS_PER_JOB`` per job."""
+    return _env_number("FASTSD_MAX_RESUBMITS", RESUBMITS_PER_JOB * jobs, int)
+
+
+def pending_report():
+    """Seconds a job waits in the queue before the scan reports it (``FASTSD_PENDING_REPORT``,
+    seconds >= 0), else ``PENDING_REPORT``."""
+    return _env_number("FASTSD_PENDING_REPORT", PENDING_REPORT, float)
+
+
+class JobWatcher:
+    """Replaces a cluster's ended jobs (up to a cap), reports jobs pending too long, and says
+    when every job has ended with no replacement left (``gave_up``).
+
+    ``poll(now)`` is one look; ``start()`` runs it every ``WATCH_POLL`` seconds in a
+    daemon thread until ``stop()``. It reads the cluster's jobs (``worker_spec``, a job
+    name each, with its workers' names) and the workers connected to its scheduler; a job
+    is replaced by removing it from ``worker_spec`` and scaling back to the jobs asked for
+    on the cluster's event loop (dask-jobqueue then cancels the ended one and submits a
+    new one).
+    """
+
+    def __init__(self, cluster, kind, jobs, cap, pending_after, out=None):
+        self.cluster, self.kind, self.jobs, self.cap = cluster, kind, jobs, cap
+        self.pending_after, self.out = pending_after, out or sys.stderr
+        self.resubmitted, self.gave_up = 0, None
+        self._first_seen, self._alive_once, self._lost_since = {}, set(), {}
+        self._ended, self._reported = set(), set()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _say(self, text):
+        print(f"fastsd: {text}", file=self.out, flush=True)
+
+    def _job_id(self, name):
+        return getattr(self.cluster.workers.get(name), "job_id", None) or "?"
+
+    def _state(self):
+        """({job name: its workers' names}, connected worker names), read consistently."""
+        for _ in range(5):
+            try:
+                spec = {name: {f"{name}{suffix}" for suffix in s.get("group", [""])}
+                        for name, s in list(self.cluster.worker_spec.items())}
+                workers = list(self.cluster.scheduler_info.get("workers", {}).values())
+                return spec, {w.get("name") and str(w["name"]) for w in workers}
+            except RuntimeError:            # changed while read (the event loop's thread)
+                time.sleep(0.01)
+        return None, None
+
+    def poll(self, now=None):
+        """One look at the jobs; returns the names of those replaced now."""
+        now = time.monotonic() if now is None else now
+        spec, connected = self._state()
+        if spec is None:
+            return []
+        replaced, waiting = [], []
+        for name, workers in spec.items():
+            self._first_seen.setdefault(name, now)
+            if workers & connected:
+                self._alive_once.add(name)
+                self._lost_since.pop(name, None)
+            elif name in self._alive_once and name not in self._ended:
+                since = self._lost_since.setdefault(name, now)
+                if now - since >= LOST_GRACE:
+                    self._ended.add(name)
+                    replaced += self._replace(name)
+            elif name not in self._alive_once and now - self._first_seen[name] >= \
+                    self.pending_after and name not in self._reported:
+                waiting.append(name)
+        if waiting:
+            self._report_pending(waiting, now)
+        live = [n for n in spec if n not in self._ended]
+        if not live and self._ended and self.gave_up is None:
+            self.gave_up = (f"every job of the cluster has ended ({len(self._ended)}, "
+                            f"{self.resubmitted} of them replacements; at most {self.cap} "
+                            f"replacements, FASTSD_MAX_RESUBMITS)")
+        return replaced
+
+    def _replace(self, name):
+        job = self._job_id(name)
+        if self.resubmitted >= self.cap:
+            self._say(f"job {job} ({name}) ended; no replacement: {self.resubmitted} of at "
+                      f"most {self.cap} submitted (FASTSD_MAX_RESUBMITS)")
+            return []
+        self.resubmitted += 1
+        cluster, jobs = self.cluster, self.jobs
+
+        def swap():
+            cluster.worker_spec.pop(name, None)
+            cluster.scale(jobs=jobs)
+        cluster.loop.add_callback(swap)
+        self._say(f"job {job} ({name}) ended; submitted a replacement ({self.resubmitted} of "
+                  f"at most {self.cap}, FASTSD_MAX_RESUBMITS)")
+        return [name]
+
+    def _report_pending(self, names, now):
+        import subprocess
+
+        self._reported.update(names)
+        ids = [self._job_id(n) for n in names]
+        reasons = ""
+        command = QUEUE_REASON.get(self.kind)
+        if command is not None and "?" not in ids:
+            try:
+                got = subprocess.run([*command, ",".join(ids)], capture_output=True, text=True,
+                                     timeout=10).stdout.split("\n")
+                reasons = "; ".join(" ".join(line.split()) for line in got if line.strip())
+            except (OSError, subprocess.TimeoutExpired):
+                reasons = ""
+        wait = max(now - self._first_seen[n] for n in names)
+        self._say(f"{len(names)} job(s) ({', '.join(ids)}) have waited {wait:.0f} s in the "
+                  f"queue{f' ({reasons})' if reasons else ''}; the scan runs on the workers that "
+                  f"join (check the jobs' size against the queue: README, \"On a cluster\"; "
+                  f"FASTSD_PENDING_REPORT sets this wait)")
+
+    def start(self):
+        def loop():
+            while not self._stop.wait(WATCH_POLL):
+                try:
+                    self.poll()
+                except Exception as exc:       # a look that failed is not the scan's failure
+                    self._say(f"warning: the cluster's jobs could not be read ({exc})")
+        self._thread = threading.Thread(target=loop, name="fastsd-job-watcher", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=WATCH_POLL + 1)
 
 
 def jobqueue_client(kind, workers, **options):
@@ -168,20 +408,42 @@ def jobqueue_client(kind, workers, **options):
         As ``jobqueue_cluster``, and for ``workers`` < 1.
     """
     check_int("workers", workers, 1)
-    cluster = jobqueue_cluster(kind, **options)
+    submitted = False
+    with _folders_undone(options.get("log_directory"), keep=lambda: submitted):
+        cluster = jobqueue_cluster(kind, **options)
+        client = _start(cluster, kind, workers)
+        submitted = True
+    return client
+
+
+def _start(cluster, kind, workers):
+    """``jobqueue_client``'s client on ``cluster``, its jobs checked, submitted and watched."""
     from distributed import Client
 
+    watcher = None
+
     class _ClusterClient(Client):
+        @property
+        def gave_up(self):
+            """Why no worker can come any more (every job ended, no replacement left)."""
+            return None if watcher is None else watcher.gave_up
+
         def close(self, *args, **kwargs):
             try:
+                if watcher is not None:
+                    watcher.stop()
                 return super().close(*args, **kwargs)
             finally:
                 cluster.close()
 
     try:
         check_submission(cluster, kind)
+        pending_after = pending_report()
         cluster.scale(n=workers)
+        jobs = len(cluster.worker_spec)         # the workers' jobs (processes per job)
+        cap = max_resubmits(jobs)
         client = _ClusterClient(cluster)
+        watcher = JobWatcher(cluster, kind, jobs, cap, pending_after).start()
     except BaseException:
         cluster.close()
         raise
@@ -189,5 +451,6 @@ def jobqueue_client(kind, workers, **options):
     return client
 
 
-__all__ = ["KINDS", "LOCAL_JOB", "TEST_ONLY", "check_submission", "jobqueue_client",
-           "jobqueue_cluster"]
+__all__ = ["KINDS", "LOCAL_JOB", "TEST_ONLY", "JobWatcher", "check_submission",
+           "describe_submission",
+           "jobqueue_client", "jobqueue_cluster", "max_resubmits", "pending_report"]

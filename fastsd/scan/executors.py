@@ -20,7 +20,9 @@ from .._threads import THREAD_VARIABLES, cpu_count, thread_limit
 
 
 def run_group(predictor, group, backend, dtype, threads):
-    """Run one group of prepared cells under a thread limit; return its records.
+    """Run one group of prepared cells under a thread limit; return its records and the CPU
+    seconds it took (this process's, every thread's: what a time model predicts, which
+    another process's load does not add to).
 
     This is the function the workers execute; it is importable, so any
     executor can pickle it.
@@ -39,10 +41,13 @@ def run_group(predictor, group, backend, dtype, threads):
     from .predictors import get_predictor
 
     pred = get_predictor(predictor)
+    start = time.process_time()
     if threads is None:
-        return pred.run_group(group, backend=backend, dtype=dtype)
-    with thread_limit(threads):
-        return pred.run_group(group, backend=backend, dtype=dtype)
+        records = pred.run_group(group, backend=backend, dtype=dtype)
+    else:
+        with thread_limit(threads):
+            records = pred.run_group(group, backend=backend, dtype=dtype)
+    return records, time.process_time() - start
 
 
 def _worker_init(threads, parent):
@@ -158,7 +163,8 @@ def is_dask_client(executor):
 
 
 def submit_groups(executor, jobs, threads):
-    """Run ``jobs`` on ``executor``; yield ``(index, records, error)`` as each finishes.
+    """Run ``jobs`` on ``executor``; yield ``(index, (records, cpu seconds), error)`` as each
+    finishes.
 
     Parameters
     ----------
@@ -177,7 +183,8 @@ def submit_groups(executor, jobs, threads):
     ------
     index : int
         Position of the job in ``jobs``.
-    records : list of dict or None
+    outcome : (list of dict, float) or None
+        ``run_group``'s records and CPU seconds.
     error : BaseException or None
         What the job raised; ``concurrent.futures.process.BrokenProcessPool``
         when a worker process died (killed, or out of memory).
@@ -251,8 +258,9 @@ def _submit_dask(client, jobs, threads):
 
     Looks at the stop request every second, and at the cluster's workers: with
     none for ``NO_WORKERS_WARN`` seconds it says so on stderr; with none for
-    ``no_workers_timeout()`` seconds it raises ``NoWorkersError`` (the
-    outcomes yielded so far are the caller's to keep).
+    ``no_workers_timeout()`` seconds, or none while the client's cluster says no job
+    can come any more (``gave_up``, ``fastsd.scan.cluster.JobWatcher``), it raises
+    ``NoWorkersError`` (the outcomes yielded so far are the caller's to keep).
     """
     import sys
 
@@ -275,6 +283,11 @@ def _submit_dask(client, jobs, threads):
             if not pending or client.scheduler_info(n_workers=1).get("workers"):
                 alone_since, warned = None, False
                 continue
+            gave_up = getattr(client, "gave_up", None)     # a cluster's jobs all ended
+            if gave_up:
+                raise NoWorkersError(
+                    f"{gave_up}, with {len(pending)} group(s) left; the finished cells are "
+                    f"saved: rerun to resume")
             now = time.monotonic()
             alone_since = now if alone_since is None else alone_since
             if not warned and now - alone_since >= min(NO_WORKERS_WARN, timeout or math.inf):

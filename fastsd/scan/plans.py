@@ -2,6 +2,8 @@
 ``plan_many``, each grid's ``ScanPlan``), found without running or writing anything."""
 from dataclasses import dataclass
 
+from .. import _probe
+from .._threads import cpu_count
 from .._validation import check_int
 from .parts import check_distinct_stores, check_run_options, prepare_parts
 from .records import cell_records, check_stored_settings
@@ -30,6 +32,10 @@ class ScanPlan:
         this process or on the GPU); None on an executor of unknown size.
     cost_model : str or None
         The time model's description (``Predictor.cost_model``) where it was used.
+    busy_cores : float or None
+        Cores' worth of other processes' work on this machine when it was planned
+        (``fastsd._probe.busy_cores``), which local workers would share the cores with;
+        None where the workers are not this machine's (a cluster's, another executor's).
     """
 
     predictor: str
@@ -42,6 +48,7 @@ class ScanPlan:
     group_memory: tuple
     workers: int = None
     cost_model: str = None
+    busy_cores: float = None
 
     @property
     def remaining(self):
@@ -66,6 +73,18 @@ class ScanPlan:
         return predicted_wall(self.group_seconds, self.workers) if self.group_seconds else 0.0
 
     @property
+    def slowdown(self):
+        """Wall time at the load it was planned under over the quiet machine's
+        (``fastsd._probe.slowdown`` of the workers that would run at once beside
+        ``busy_cores``); 1 where the load is not this machine's or not known."""
+        return _slowdown(self.busy_cores, self.workers, len(self.group_sizes))
+
+    @property
+    def seconds_now(self):
+        """``seconds`` at the load the plan was made under (None: not modelled)."""
+        return None if self.seconds is None else self.seconds * self.slowdown
+
+    @property
     def memory(self):
         """Bytes of the largest remaining group (None: not modelled or nothing to compute)."""
         known = [m for m in self.group_memory if m is not None]
@@ -84,8 +103,24 @@ class ScanPlan:
                 "cells": self.cells, "done": self.done, "remaining": self.remaining,
                 "groups": len(self.group_sizes), "workers": self.workers,
                 "modelled": self.modelled, "work_seconds": self.work, "seconds": self.seconds,
+                "seconds_now": self.seconds_now, "busy_cores": self.busy_cores,
                 "memory_bytes": self.memory, "peak_memory_bytes": self.peak_memory,
                 "cost_model": self.cost_model}
+
+
+def _slowdown(busy, workers, groups):
+    if busy is None or not workers or not groups:
+        return 1.0
+    return _probe.slowdown(min(workers, groups), busy, cpu_count())
+
+
+def wall_now(plans, wall):
+    """The predicted wall time ``wall`` of ``plan_many``'s plans together, at the load they
+    were planned under (as ``ScanPlan.seconds_now``; None where ``wall`` is)."""
+    if wall is None or not plans:
+        return wall
+    groups = sum(len(p.group_sizes) for p in plans)
+    return wall * _slowdown(plans[0].busy_cores, plans[0].workers, groups)
 
 
 def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, workers=None):
@@ -110,6 +145,8 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     Returns
     -------
     ScanPlan
+        Its ``seconds`` are the quiet machine's; ``seconds_now`` adds the load of this
+        machine's other processes, measured now (half a second), for local workers.
 
     Raises
     ------
@@ -149,10 +186,12 @@ def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
         As ``run_many`` before anything runs.
     """
     target = check_run_options(backend, dtype, executor)
+    busy = None
     if workers is not None:
         workers = check_int("workers", workers, 1)
     elif executor in (None, "serial"):         # another executor's wall time is not predicted
         workers = workers_of(executor, target)
+        busy = _probe.busy_cores()              # the workers would share this machine
     parts = prepare_parts(runs)
     check_distinct_stores(parts)
     items = []
@@ -164,14 +203,14 @@ def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
         items += pending(k, p.pred, p.cells, done, target, dtype)
     items = schedule(items, [p.pred for p in parts],        # split as run splits
                      workers or workers_of(executor, target), target, dtype)
-    plans = [_plan(p, [it for it in items if it.part == k], target, dtype, workers)
+    plans = [_plan(p, [it for it in items if it.part == k], target, dtype, workers, busy)
              for k, p in enumerate(parts)]
     modelled = [it.work for it in items if it.modelled]
     return plans, None if workers is None else predicted_wall(modelled, workers) if modelled \
         else 0.0
 
 
-def _plan(part, items, target, dtype, workers):
+def _plan(part, items, target, dtype, workers, busy):
     """The ``ScanPlan`` of one part whose pending groups are ``items`` (largest first)."""
     pred = part.pred
     settings = [[p for _, _, p in it.group] for it in items]
@@ -187,5 +226,5 @@ def _plan(part, items, target, dtype, workers):
     model = pred.cost_model(target, dtype) if seconds and seconds[0] is not None else None
     return ScanPlan(pred.name, part.store.path, target, len(part.cells),
                     len(part.cells) - sum(len(g) for g in settings), tuple(map(len, settings)),
-                    seconds, tuple(memory(g) for g in settings), workers, model)
+                    seconds, tuple(memory(g) for g in settings), workers, model, busy)
 

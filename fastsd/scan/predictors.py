@@ -48,11 +48,11 @@ class Predictor:
     #: Optional settings and their defaults.
     defaults = {}
     #: Result fields of a record that are numbers (or null): what the figures read. A stored
-    #: record where one is not is no cell of this predictor (``fastsd.scan.runner.cell_records``).
+    #: record where one is not is no cell of this predictor (``fastsd.scan.records.cell_records``).
     numbers = ()
     #: Whether a group may be run as smaller groups with the same records (a lockstep
     #: ensemble whose models' numbers do not depend on it): the scan splits the groups that
-    #: would set its critical path on many workers (``fastsd.scan.runner``).
+    #: would set its critical path on many workers (``fastsd.scan.scheduling``).
     splittable = False
 
     def __init_subclass__(cls, **kwargs):
@@ -96,8 +96,9 @@ class Predictor:
         return s
 
     def key(self, settings):
-        """Return the stable key of a prepared cell (``late`` settings at their defaults left
-        out, ``fastsd.params.Spec.keyed``)."""
+        """Return the stable key of a prepared cell: a setting the spec did not key from the
+        start (not in its ``always_keyed``) is left out at its default
+        (``fastsd.params.Spec.keyed``), so adding one keeps every stored key."""
         return settings_key(settings if self.spec is None else self.spec.keyed(settings))
 
     def group_key(self, settings, backend="cpu"):
@@ -135,6 +136,11 @@ class Predictor:
         where the predictor has no time model (the default)."""
         return None
 
+    def record(self, predicted, measured, backend="cpu", dtype=None):
+        """Give the time model a scan's predicted (``seconds``) and measured CPU seconds of
+        this predictor's groups, for its feedback (``fastsd._probe.correction``); by default
+        nothing (no time model)."""
+
 
 class _TrainsEnsembles(Predictor):
     """A predictor whose groups are ``train_ensemble`` calls: ``check`` plans the call
@@ -143,6 +149,12 @@ class _TrainsEnsembles(Predictor):
 
     def check(self, group, backend="cpu", dtype=None):
         self.memory(group, backend, dtype)
+
+    def record(self, predicted, measured, backend="cpu", dtype=None):
+        if backend == "cpu":                # the host's probed prices (the GPU's are nominal)
+            from ..mlp import costs
+
+            costs.record(predicted, measured)
 
 
 class MLPPredictor(_TrainsEnsembles):
@@ -225,6 +237,12 @@ class MLPImagePredictor(_TrainsEnsembles):
                 "image_width": None, "blur": None}
     _TASK_DEFAULTS = {"psvrt": {"patch": 5, "n_patches": 5},
                       "pentomino": {"image_width": 2, "blur": 0.5}}
+
+    def key(self, settings):
+        """As ``Predictor.key``, by the training settings' spec (``fastsd.params.MLP``): a
+        training setting added later is left out at its default; the task's own settings
+        are always keyed."""
+        return settings_key(MLP.keyed(settings))
 
     def validate(self, settings):
         s = dict(settings)
@@ -466,6 +484,12 @@ class LazyLimitPredictor(Predictor):
             return None
         return max(costs.memory_bytes(s["d"], s["L"], n_test=s["n_test"]) for s in group)
 
+    def record(self, predicted, measured, backend="cpu", dtype=None):
+        if backend == "cpu":
+            from ..kernels import costs
+
+            costs.record(predicted, measured)
+
     def cost_model(self, backend="cpu", dtype=None):
         """The lazy limit's time model (``fastsd.kernels.costs.describe``)."""
         from ..kernels import costs
@@ -512,6 +536,11 @@ class BayesPredictor(Predictor):
         from ..bayes import memory_bytes
 
         return max(memory_bytes(s["d"], s["L"], s["n_test"], s["prior"]) for s in group)
+
+    def record(self, predicted, measured, backend="cpu", dtype=None):
+        from ..bayes import record
+
+        record(predicted, measured)
 
     def cost_model(self, backend="cpu", dtype=None):
         """The Bayes-optimal part's time model (``fastsd.bayes.PRICES``)."""

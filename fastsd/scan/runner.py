@@ -216,6 +216,7 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
             executor = "serial"
 
     written, failed = [[] for _ in parts], [[] for _ in parts]
+    timed = [[0.0, 0.0] for _ in parts]     # predicted and measured CPU seconds of groups
     n_done = [len(p.cells) for p in parts]
     for it in items:
         n_done[it.part] -= len(it.group)
@@ -224,12 +225,16 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
         bars = [_bar(stack, progress, p, [it for it in items if it.part == k], n_done[k],
                      workers, executor, len(parts))
                 for k, p in enumerate(parts)]
-        for i, records, error in submit_groups(executor, jobs, threads):
+        for i, outcome, error in submit_groups(executor, jobs, threads):
             it = items[i]
             p = parts[it.part]
             if error is not None:
                 failed[it.part].append((it.group, error))
                 continue
+            records, cpu = outcome
+            if it.modelled:
+                timed[it.part][0] += it.work
+                timed[it.part][1] += cpu
             for (key, coords, prepared), record in zip(it.group, records):
                 record = strict_json(dict(
                     record, key=key, predictor=p.pred.name, coords=coords, settings=prepared,
@@ -239,7 +244,9 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
                 written[it.part].append(record)
             bars[it.part].set_postfix_str(
                 f"{n_done[it.part] + len(written[it.part])}/{len(p.cells)} cells", refresh=False)
-            bars[it.part].update(it.work)
+            _progress.advance(bars[it.part], it.work)
+    for p, (predicted, measured) in zip(parts, timed):     # the time models' feedback
+        p.pred.record(predicted, measured, target, dtype)
     errors = [None if not failed[k] else
               _failure(p, fresh[k], failed[k], n_done[k] + len(written[k]))
               for k, p in enumerate(parts)]
