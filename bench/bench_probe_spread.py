@@ -2,7 +2,7 @@
 """Benchmark: how much a probe taken on a busy machine moves ``reproduce all --dry-run``.
 
 For each load (busy processes beside, a Python loop each) and repeat: the cached probes
-are removed (``probe.json`` in a scratch cache root), every family's probe is taken with
+are removed (``fastsd._probe.cache_path()`` in a scratch cache root), every family's probe is taken with
 that load running (the MLP's engine, the lazy limit's kernel entries, the generic rates),
 the load is stopped, and ``fastsd reproduce all --dry-run --json`` reads the quiet
 machine's predicted wall time with those factors. The spread over all probes (largest
@@ -40,7 +40,9 @@ def main(argv=None):
         env.pop("FASTSD_COSTS", None)
         for load in map(int, args.loads.split(",")):
             for r in range(args.repeats):
-                path = os.path.join(cache, "fastsd", "probe.json")
+                from fastsd._probe import cache_path
+
+                path = cache_path(env)
                 if os.path.exists(path):
                     os.remove(path)
                 spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"])

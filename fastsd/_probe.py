@@ -10,7 +10,7 @@ kind of its work (the MLP times its engine for "gemm" and "scalar"; the lazy
 limit times its kernel entries for "entries"). This ground floor, which imports
 no family, keeps what they share:
 
-- ``factors``: a family's factors, cached in ``<cache root>/probe.json``
+- ``factors``: a family's factors, cached in ``<cache root>/probe.v6.json``
   (``fastsd._jitcache.cache_root``) with one entry per family and machine key
   (``machine_key``: CPU model, cores, fastsd, the family's sources, NumPy,
   SciPy, Numba), so a probe runs once a machine and checkout and another
@@ -39,7 +39,7 @@ import os
 import statistics
 import time
 
-from . import __version__, _jitcache
+from . import __version__
 from ._pricing import table
 
 #: Version of the cache file's layout: entries per family and machine key, with the runs'
@@ -139,6 +139,7 @@ def machine_key(sources, **extra):
     import numpy as np
     import scipy
 
+    from . import _jitcache
     from ._threads import cpu_count, cpu_model
 
     return {**extra, "cpu": cpu_model(), "cores": cpu_count(), "fastsd": __version__,
@@ -147,8 +148,12 @@ def machine_key(sources, **extra):
 
 
 def cache_path(environ=None):
-    """The file of the cached probes: ``<cache root>/probe.json``."""
-    return os.path.join(_jitcache.cache_root(environ), "probe.json")
+    """The file of the cached probes: ``<cache root>/probe.v<FORMAT>.json``, a file per
+    layout, so that a checkout of another layout sharing the cache root keeps its own (one
+    of format 5 and one of format 6 had each rewritten the other's file as damaged)."""
+    from . import _jitcache     # (it loads Numba: not at import, see tests/test_threads.py)
+
+    return os.path.join(_jitcache.cache_root(environ), f"probe.v{FORMAT}.json")
 
 
 _MEMO = {}

@@ -370,3 +370,18 @@ def test_a_scan_gives_its_measured_cpu_seconds_back_to_its_time_model(home, monk
     assert kept_predicted == pytest.approx(predicted)
     assert 0 < kept_measured <= spent
     assert costs.correction(home) == 1.0     # one run: not yet (FEEDBACK_MIN_RUNS)
+
+
+def test_a_cache_of_another_layout_is_left_alone(home, monkeypatch):
+    """A checkout of the previous layout (format 5, ``probe.json``) shares the cache root:
+    each had rewritten the other's file as damaged. Each layout now has its own file."""
+    import os
+
+    old = os.path.join(home["XDG_CACHE_HOME"], "fastsd", "probe.json")
+    os.makedirs(os.path.dirname(old))
+    text = json.dumps({"format": 5, "entries": {"abc": {"factors": {"gemm": 1.0}}}})
+    with open(old, "w") as fh:
+        fh.write(text)
+    monkeypatch.setattr(costs, "probe", lambda repeats=5: dict(FAKE))
+    assert costs.machine_factors(home) == FAKE
+    assert _probe.cache_path(home) != old and open(old).read() == text

@@ -146,3 +146,24 @@ def test_threads_follow_the_limit():
     with thread_limit(np.int64(1)):                # any integer type
         assert _threads.threads() == 1
     assert 1 <= _threads.threads() <= _threads.cpu_count()
+
+
+def test_a_scan_worker_loads_no_numba_before_its_thread_variables_are_set():
+    """A local worker unpickles ``run_group`` and ``_worker_init`` (importing fastsd.scan),
+    then sets NUMBA_NUM_THREADS for its share of the cores. Numba reads it when imported:
+    loaded earlier (fastsd.scan.plans had imported fastsd._probe, which imported
+    fastsd._jitcache and with it Numba), its thread pool and the variable disagreed, and the
+    first kernel compiled in a worker raised "Cannot set NUMBA_NUM_THREADS to a different
+    value once the threads have been launched": every cell of Fig. 3 quick failed on the
+    first run after an edit of fastsd."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pickle\n"
+            "from fastsd.scan import executors\n"
+            "pickle.loads(pickle.dumps((executors.run_group, executors._worker_init)))\n"
+            "import fastsd.scan, fastsd.reproduce\n"
+            "print(sorted(m for m in ('numba', 'scipy') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]", out
