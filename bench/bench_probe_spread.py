@@ -62,7 +62,7 @@ def main(argv=None):
                         [sys.executable, "-m", "fastsd", "reproduce", "all", "--dry-run",
                          "--json", "--out", out], env=env, capture_output=True, text=True,
                         check=True).stdout.strip().splitlines()[-1])
-                h = dry["predicted_wall_s"] / 3600
+                h = dry["modelled_wall_s"] / 3600      # the modelled figures (not fig1a, A1, C1)
                 hours.append(h)
                 short = {fam: {k: round(v, 2) for k, v in got.items()} for fam, got in f.items()}
                 print(f"load {load}, probe {r + 1}: {h:.1f} h  {json.dumps(short)}", flush=True)
