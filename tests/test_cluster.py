@@ -135,22 +135,26 @@ class _FakeCluster:
 
     def __init__(self, jobs, processes=2):
         self.group = [f"-{k}" for k in range(processes)]
+        self.new_spec = {"group": self.group}
         self.worker_spec, self.workers, self.scheduler_info = {}, {}, {"workers": {}}
-        self.next_id, self.loop = 100, self
+        self.next_id, self.loop, self._i = 100, self, 0
         self.scale(jobs=jobs)
 
     def add_callback(self, fn):
         fn()
 
     def scale(self, jobs):
-        k = 0
+        """As SpecCluster: names from a counter that stops at the first free one; then the
+        jobs of names gone from the spec are closed and those new in it submitted."""
         while len(self.worker_spec) < jobs:
-            name = f"SLURMCluster-{k}"
-            if name not in self.worker_spec and name not in self.workers:
-                self.worker_spec[name] = {"group": self.group}
-                self.workers[name] = type("Job", (), {"job_id": str(self.next_id)})()
-                self.next_id += 1
-            k += 1
+            while f"SLURMCluster-{self._i}" in self.worker_spec:
+                self._i += 1
+            self.worker_spec[f"SLURMCluster-{self._i}"] = dict(self.new_spec)
+        for name in set(self.workers) - set(self.worker_spec):
+            del self.workers[name]
+        for name in [n for n in self.worker_spec if n not in self.workers]:
+            self.workers[name] = type("Job", (), {"job_id": str(self.next_id)})()
+            self.next_id += 1
 
     def join(self, name):
         for suffix in self.group:
@@ -167,7 +171,7 @@ def test_the_job_watcher_replaces_ended_jobs_up_to_its_cap_then_gives_up():
     from fastsd.scan.cluster import LOST_GRACE, JobWatcher
 
     cluster, out = _FakeCluster(jobs=2), io.StringIO()
-    watcher = JobWatcher(cluster, "slurm", jobs=2, cap=1, pending_after=1e9, out=out)
+    watcher = JobWatcher(cluster, "local", jobs=2, cap=1, pending_after=1e9, out=out)
     for name in list(cluster.worker_spec):
         cluster.join(name)
     assert watcher.poll(0.0) == []
@@ -178,6 +182,7 @@ def test_the_job_watcher_replaces_ended_jobs_up_to_its_cap_then_gives_up():
         out.getvalue()
     assert len(cluster.worker_spec) == 2 and "SLURMCluster-0" not in cluster.worker_spec
     new, = set(cluster.worker_spec) - {"SLURMCluster-1"}
+    assert cluster.workers[new].job_id == "102"          # a new job was submitted
     cluster.join(new)
     assert watcher.poll(2.0 + LOST_GRACE) == [] and watcher.gave_up is None
     for name in list(cluster.worker_spec):               # every job ends: no replacement left
@@ -222,3 +227,35 @@ def test_the_resubmission_cap_and_the_pending_wait_are_read_from_the_environment
         with pytest.raises(ValueError, match=f"`{name}` must be a number >= 0; got '{bad}'"):
             max_resubmits(4) if name == "FASTSD_MAX_RESUBMITS" else pending_report()
         monkeypatch.delenv(name)
+
+
+def test_a_job_that_left_the_queue_before_its_workers_joined_is_replaced(monkeypatch):
+    """A job cancelled (or failed) before its workers joined never loses a worker: it counts
+    as ended once its id has been missing from the scheduler's queue two looks in a row (it
+    had stayed 'pending' for ever and was never replaced: seen in CI, where a job cancelled
+    10 s after it started had not joined yet)."""
+    import io
+    import sys
+
+    from fastsd.scan import cluster as cl
+
+    queue = {"ids": "100\n101\n"}
+    monkeypatch.setitem(cl.QUEUE_IDS, "fake", (sys.executable, "-c",
+                                               "import os; print(os.environ['FAKE_QUEUE'])"))
+    cluster, out = _FakeCluster(jobs=2), io.StringIO()
+    watcher = cl.JobWatcher(cluster, "fake", jobs=2, cap=2, pending_after=1e9, out=out)
+    cluster.join("SLURMCluster-0")
+
+    def look(t):
+        monkeypatch.setenv("FAKE_QUEUE", queue["ids"])
+        return watcher.poll(t)
+    assert look(0.0) == [] and look(5.0) == []               # 101 waits in the queue
+    queue["ids"] = "100"                                     # 101 left it, never joined
+    assert look(10.0) == []                                  # one look: not yet
+    assert look(15.0) == ["SLURMCluster-1"]
+    assert "job 101 (SLURMCluster-1) ended; submitted a replacement (1 of at most 2" in \
+        out.getvalue()
+    assert len(cluster.worker_spec) == 2 and watcher.gave_up is None
+    # the ended job was the one the cluster's counter would name next: its replacement is a
+    # new job all the same (under that name it had not been submitted: seen on SLURM)
+    assert sorted(j.job_id for j in cluster.workers.values()) == ["100", "102"]

@@ -104,16 +104,36 @@ def _wait_for(condition, seconds, what, proc=None):
     while not condition():
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"the run ended while waiting for {what}: "
-                                 f"{proc.stderr.read()[-3000:]}")
+                                 f"{_err(proc)[-3000:]}")
         assert time.monotonic() < deadline, f"no {what} after {seconds} s"
         time.sleep(0.5)
 
 
 def _start(tmp_path, env, *args):
-    return subprocess.Popen([sys.executable, "-m", "fastsd", "reproduce", *args, "--backend",
+    """A `--cluster slurm` run in the background, its stderr read as it comes (``_err``): Dask
+    logs much when a job is cancelled, and a full pipe had blocked the run's threads, the
+    job watcher among them."""
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "fastsd", "reproduce", *args, "--backend",
                              "cpu", "--cluster", "slurm", "--workers", "2", "--quiet"],
                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc.lines = []
+    proc.reader = threading.Thread(target=lambda: proc.lines.extend(proc.stderr), daemon=True)
+    proc.reader.start()
+    return proc
+
+
+def _err(proc):
+    return "".join(proc.lines)
+
+
+def _finish(proc, timeout):
+    """Wait for a run of ``_start``; its stderr."""
+    proc.wait(timeout=timeout)
+    proc.reader.join(timeout=10)
+    return _err(proc)
 
 
 def _cells(out):
@@ -136,11 +156,11 @@ def test_a_job_cancelled_mid_run_is_replaced_and_nothing_is_lost(tmp_path, slurm
         _wait_for(lambda: len(set(_jobs()) - before) >= 2, 120, "two SLURM jobs", proc)
         first = sorted(set(_jobs()) - before, key=int)
         _wait_for(lambda: _running(first), 120, "running jobs", proc)
-        time.sleep(10)                                  # the workers joined and compute
+        _wait_for(lambda: _cells(tmp_path / "slurm") > 0, 300, "a finished cell", proc)
         subprocess.run(["scancel", first[0]], check=True, timeout=10)
-        _wait_for(lambda: set(_jobs()) - before - set(first), 90, "a replacement job", proc)
+        _wait_for(lambda: set(_jobs()) - before - set(first), 120, "a replacement job", proc)
         replacement = sorted(set(_jobs()) - before - set(first), key=int)
-        _, err = proc.communicate(timeout=600)
+        err = _finish(proc, 600)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -173,7 +193,7 @@ def test_every_job_cancelled_stops_the_run_at_once_and_a_rerun_completes_it(tmp_
         _wait_for(lambda: _cells(out) > 0, 300, "a finished cell", proc)
         subprocess.run(["scancel", *jobs], check=True, timeout=10)
         start = time.monotonic()
-        _, err = proc.communicate(timeout=120)
+        err = _finish(proc, 120)
         took = time.monotonic() - start
     finally:
         if proc.poll() is None:
@@ -187,7 +207,7 @@ def test_every_job_cancelled_stops_the_run_at_once_and_a_rerun_completes_it(tmp_
     kept = _cells(out)
     assert kept > 0
     rerun = _start(tmp_path, slurm_env, "fig3", "--quick", "--out", str(out))
-    _, err = rerun.communicate(timeout=600)
+    err = _finish(rerun, 600)
     assert rerun.returncode == 0, err[-3000:]
     assert _cells(out) == 168
     print(f"rerun: {kept} cells kept from the first run, 168 in the stores after the rerun")

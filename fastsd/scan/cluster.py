@@ -236,6 +236,12 @@ RESUBMITS_PER_JOB = 2
 PENDING_REPORT = 300.0
 #: Each kind's command that prints "<job id> <state> <reason>" lines of the given ids.
 QUEUE_REASON = {"slurm": ("squeue", "-h", "-o", "%i %T %r", "-j")}
+#: Each kind's command that prints the ids of the jobs still in its queue, one a line: a job
+#: whose workers never joined counts as ended once its id is gone from there (cancelled or
+#: failed before its workers started).
+QUEUE_IDS = {"slurm": ("squeue", "-h", "-o", "%i")}
+#: Looks in a row a job must be missing from the queue to count as ended.
+MISSING_LOOKS = 2
 
 
 def _env_number(name, default, kind):
@@ -270,9 +276,9 @@ class JobWatcher:
     ``poll(now)`` is one look; ``start()`` runs it every ``WATCH_POLL`` seconds in a
     daemon thread until ``stop()``. It reads the cluster's jobs (``worker_spec``, a job
     name each, with its workers' names) and the workers connected to its scheduler; a job
-    is replaced by removing it from ``worker_spec`` and scaling back to the jobs asked for
-    on the cluster's event loop (dask-jobqueue then cancels the ended one and submits a
-    new one).
+    is replaced by giving its entry of ``worker_spec`` a new name and scaling to the jobs
+    asked for on the cluster's event loop (dask-jobqueue then cancels the ended one and
+    submits the new one).
     """
 
     def __init__(self, cluster, kind, jobs, cap, pending_after, out=None):
@@ -280,7 +286,7 @@ class JobWatcher:
         self.pending_after, self.out = pending_after, out or sys.stderr
         self.resubmitted, self.gave_up = 0, None
         self._first_seen, self._alive_once, self._lost_since = {}, set(), {}
-        self._ended, self._reported = set(), set()
+        self._ended, self._reported, self._missing = set(), set(), {}
         self._stop = threading.Event()
         self._thread = None
 
@@ -308,20 +314,29 @@ class JobWatcher:
         spec, connected = self._state()
         if spec is None:
             return []
-        replaced, waiting = [], []
+        replaced, waiting, unjoined = [], [], []
         for name, workers in spec.items():
             self._first_seen.setdefault(name, now)
             if workers & connected:
                 self._alive_once.add(name)
                 self._lost_since.pop(name, None)
-            elif name in self._alive_once and name not in self._ended:
+            elif name in self._ended:
+                continue
+            elif name in self._alive_once:
                 since = self._lost_since.setdefault(name, now)
                 if now - since >= LOST_GRACE:
                     self._ended.add(name)
                     replaced += self._replace(name)
-            elif name not in self._alive_once and now - self._first_seen[name] >= \
-                    self.pending_after and name not in self._reported:
-                waiting.append(name)
+            else:
+                unjoined.append(name)
+                if now - self._first_seen[name] >= self.pending_after and \
+                        name not in self._reported:
+                    waiting.append(name)
+        for name in self._gone_from_queue(unjoined):
+            if name in waiting:
+                waiting.remove(name)
+            self._ended.add(name)
+            replaced += self._replace(name)
         if waiting:
             self._report_pending(waiting, now)
         live = [n for n in spec if n not in self._ended]
@@ -331,6 +346,31 @@ class JobWatcher:
                             f"replacements, FASTSD_MAX_RESUBMITS)")
         return replaced
 
+    def _gone_from_queue(self, names):
+        """Those of ``names`` (jobs whose workers never joined) that have been missing from the
+        scheduler's queue for ``MISSING_LOOKS`` looks in a row (``QUEUE_IDS``; none for a
+        kind without the command, or when it fails)."""
+        import subprocess
+
+        command = QUEUE_IDS.get(self.kind)
+        ids = {n: self._job_id(n) for n in names}
+        ids = {n: i for n, i in ids.items() if i != "?"}        # submitted, id known
+        if command is None or not ids:
+            return []
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        if done.returncode != 0:
+            return []
+        queued = set(done.stdout.split())
+        gone = []
+        for name, job in ids.items():
+            self._missing[name] = 0 if job in queued else self._missing.get(name, 0) + 1
+            if self._missing[name] >= MISSING_LOOKS:
+                gone.append(name)
+        return gone
+
     def _replace(self, name):
         job = self._job_id(name)
         if self.resubmitted >= self.cap:
@@ -338,11 +378,14 @@ class JobWatcher:
                       f"most {self.cap} submitted (FASTSD_MAX_RESUBMITS)")
             return []
         self.resubmitted += 1
-        cluster, jobs = self.cluster, self.jobs
+        cluster, jobs, new = self.cluster, self.jobs, f"{name}-r{self.resubmitted}"
 
         def swap():
-            cluster.worker_spec.pop(name, None)
-            cluster.scale(jobs=jobs)
+            # A new name: the cluster's own next name can be the ended job's (its counter
+            # stops at the first free name), and a job under the same name is not submitted.
+            spec = cluster.worker_spec
+            spec[new] = dict(spec.pop(name, None) or cluster.new_spec)
+            cluster.scale(jobs=jobs)        # cancels the ended job, submits the new one
         cluster.loop.add_callback(swap)
         self._say(f"job {job} ({name}) ended; submitted a replacement ({self.resubmitted} of "
                   f"at most {self.cap}, FASTSD_MAX_RESUBMITS)")
