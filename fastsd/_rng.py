@@ -6,12 +6,16 @@ the same numbers whatever the backend or the thread count.
 """
 import numpy as np
 
-#: The independent streams a training run draws from, in spawn order.
-TRAIN_STREAMS = ("init", "pairs", "noise", "test")
+#: The independent streams a training run draws from, in spawn order: the test sets of the
+#: evaluations every ``eval_every`` steps come from "test", those of the extra steps of a
+#: schedule (``eval_at``, ``fastsd.schedules``) from "scheduled_test", so that a schedule
+#: leaves the other evaluations' test sets as they were. A stream added at the end leaves
+#: the earlier ones unchanged (spawned children are numbered in order).
+TRAIN_STREAMS = ("init", "pairs", "noise", "test", "scheduled_test")
 
 
 #: Spawn keys that keep a task's own streams apart from a training run's
-#: (which uses spawn keys 0..3), so that equal integer seeds never share numbers.
+#: (which uses spawn keys 0..4), so that equal integer seeds never share numbers.
 TASK_TAGS = {"symbols": 1000, "sample_train": 1001, "sample_test": 1002}
 
 

@@ -26,12 +26,14 @@ import numpy as np
 from ._dispatch import BACKENDS
 from ._validation import check_batch_size, check_choice, check_float, check_int, fail
 from .conventions import is_lazy
+from .schedules import check_eval_at
 
 #: The default of a setting that must be given.
 REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 #: A value of no declared type (``Param.invalid`` of a choice).
 _STRANGER = type("Stranger", (), {"__repr__": lambda self: "<an object of no declared type>"})()
-KINDS = ("int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs")
+KINDS = ("int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs",
+         "schedule")
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,14 @@ class Param:
     ----------
     name : str
         The Python name (the CLI option is ``--name`` with "_" as "-").
-    kind : {"int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs"}
+    kind : {"int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs", \
+"schedule"}
         "bool": True or False (NumPy's too); "sign": +1 or -1 (a number, not a bool), returned as an int;
         "batch_size": an even integer >= 2; "gamma": a float > 0 or "lazy";
         "seed": an integer >= 0; "pairs": "all" or an integer >= 2 (at most
-        L^2, checked where L is known).
+        L^2, checked where L is known); "schedule": evaluation steps, "log" or
+        integers >= 1 (``fastsd.schedules.check_eval_at``, which gives one text for
+        one schedule: "1,3,10").
     help : str
         One line for ``--help`` and the docs, without the default.
     default : object
@@ -118,6 +123,8 @@ class Param:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
                 fail(self.name, self.valid(), value, TypeError)
             return check_int(self.name, value, 2)
+        if self.kind == "schedule":
+            return check_eval_at(value, self.name)
         if self.kind == "bool":
             if not isinstance(value, (bool, np.bool_)):
                 fail(self.name, "True or False", value, TypeError)
@@ -150,6 +157,9 @@ class Param:
             out += [(0, ValueError), (True, TypeError)]
         elif self.kind == "bool":
             out = [("x", TypeError), (1, TypeError)]
+        elif self.kind == "schedule":
+            out = [("x", ValueError), ("0,3", ValueError), ([], ValueError), (1.5, TypeError),
+                   ([1.5], TypeError)]
         elif self.kind in ("float", "gamma"):
             out += [(math.nan, ValueError), (math.inf, ValueError)]
             if self.positive or self.kind == "gamma":
@@ -168,6 +178,8 @@ class Param:
             return out + ("" if self.maximum is None else f" and <= {self.maximum}")
         words = {"batch_size": "an even integer >= 2", "sign": "+1 or -1", "bool": "True or False",
                  "gamma": "a number > 0 or 'lazy'", "pairs": "'all' or an integer >= 2",
+                 "schedule": "'log' (1, 2, 3, 5, 10, 20, ...) or steps >= 1 separated by "
+                             "commas",
                  "float": "a finite number" + (" > 0" if self.positive else
                                                " >= 0" if self.nonnegative else "")}
         return words.get(self.kind) or "one of " + ", ".join(map(repr, self.choices))
@@ -178,6 +190,7 @@ class Param:
 
         kind = {"int": "int", "seed": "int", "batch_size": "int", "float": "float",
                 "gamma": 'float or "lazy"', "bool": "bool", "sign": "int", "pairs": 'int or "all"',
+                "schedule": '"log", str or sequence of int',
                 "choice": "{" + ", ".join(map(repr, self.choices)) + "}"}[self.kind]
         if self.optional:
             kind += ", optional"
@@ -336,6 +349,12 @@ BACKEND = Param("backend", "choice", "where to run: numpy (the float64 reference
                 "cuda (a GPU), or auto, the fastest available", "auto",
                 choices=BACKENDS)
 
+_EVAL_AT_DOC = ("Extra evaluation steps besides every ``eval_every`` (``fastsd.schedules``): "
+                "None (the paper's protocol), \"log\" (1, 2, 3, 5, 10, 20, 30, 50, ... up to "
+                "``steps``) or steps >= 1 (a sequence or \"1,3,10\"), recorded as their text. "
+                "Their test sets come from a stream of their own, so the evaluations every "
+                "``eval_every`` steps draw the test sets they draw without them.")
+
 #: The settings of training that the models of an ensemble share (``fastsd.train_ensemble``'s
 #: keywords besides where and how it runs). A setting added here reaches ``fastsd.train``,
 #: ``train_ensemble`` and ``memory_needs`` (their signatures and docstrings), the "mlp",
@@ -355,6 +374,8 @@ TRAINING = Spec(
               "(App. G.1)."),
     Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1,
           doc="Steps between test evaluations, >= 1; the last step is always evaluated."),
+    Param("eval_at", "schedule", "extra evaluation steps besides every eval_every", None,
+          optional=True, doc=_EVAL_AT_DOC),
     Param("n_test", "int", "fresh test pairs per evaluation", 1024, minimum=2,
           doc="Fresh test pairs per evaluation, >= 2."),
     Param("alpha0", "float", "base learning rate alpha0 (default: the task's, 0.1)", None,
@@ -382,8 +403,9 @@ MLP = Spec(
 LAZY_LIMIT = Spec(
     *_common(),
     Param("method", "choice", "the limit network's training: gradient flow of the BCE, kernel "
-          "regression, or kernel SGD", "logistic_flow",
-          choices=("logistic_flow", "regression", "logistic_sgd")),
+          "regression, kernel SGD, or the flow's first direction (the kernel mean-difference "
+          "classifier)", "logistic_flow",
+          choices=("logistic_flow", "regression", "logistic_sgd", "mean_difference")),
     Param("kernel", "choice", "the limit kernel: NTK (both layers trained) or NNGP (the readout "
           "alone)", "ntk", choices=("ntk", "nngp")),
     Param("pairs", "pairs", "training pairs: 'all' L^2, or a number sampled", "all"),
@@ -392,6 +414,8 @@ LAZY_LIMIT = Spec(
     Param("n_test", "int", "fresh test pairs per evaluation", 1024, minimum=2),
     Param("steps", "int", "SGD steps' worth of flow time", 25_000, minimum=1),
     Param("eval_every", "int", "steps between test evaluations", 1000, minimum=1),
+    Param("eval_at", "schedule", "extra evaluation steps besides every eval_every", None,
+          optional=True, doc=_EVAL_AT_DOC),
     Param("alpha0", "float", "base learning rate alpha0 (default: the task's, 0.1)", None,
           positive=True, optional=True),
     Param("ridge", "float", "regression ridge, relative to the mean kernel diagonal", 1e-8,

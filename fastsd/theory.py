@@ -227,3 +227,110 @@ def handcrafted_different_accuracy(rho):
         raise ValueError(f"`rho` must be a finite number > 0; got {rho!r}.")
     out = 2.0 / math.pi * np.arctan(rho)
     return out[()] if out.ndim == 0 else out
+
+
+#: r = h2 / (4 h0) of each limit kernel, K(x, x') = |x||x'| h(rho) with
+#: h(rho) = h0 + h1 rho + h2 rho^2 + O(rho^4): the NTK's h = (1 + pi rho + 3 rho^2 / 2 + ...)
+#: / (2 pi), the NNGP's (1 + pi rho / 2 + rho^2 / 2 + ...) / (2 pi) (``fastsd.kernels.arccos``).
+MEAN_DIFFERENCE_R = {"ntk": 3.0 / 8.0, "nngp": 1.0 / 8.0}
+#: Quantiles of the training symbols' norm spread averaged over (``mean_difference_accuracy``).
+_TASK_QUANTILES = 256
+
+
+def mean_difference_accuracy(L, symbols=None, kernel="ntk"):
+    """Test accuracy of the kernel mean-difference classifier, to leading order in 1/d (issue 44).
+
+    The classifier (``lazy_limit(method="mean_difference")``, the direction the lazy
+    limit's flow starts along) labels a pair x same when the mean of K(x, x_q) over the L
+    same training pairs exceeds the mean over the L(L - 1) different ones. With
+    K(x, x') = |x||x'| h(rho) expanded in the overlaps rho = O(d^-1/2) of fresh test
+    symbols with the training ones, the terms linear in rho cancel exactly between the
+    two means (each symbol is in both classes equally), and d times the difference is,
+    up to O(d^-1/2) and the positive factor 2 h0,
+
+        -s_n^2 / 16 + 2 r s_uv,
+
+    where n_i = sqrt(d)(|z_i|^2 - 1) are the training symbols' norm deviations
+    (N(0, 2) for z ~ N(0, I/d)), s_n^2 their sample variance, r = h2 / (4 h0)
+    (``MEAN_DIFFERENCE_R``: 3/8 for the NTK), and s_uv the sample covariance over
+    i of u_i = sqrt(d) a.z_i and v_i = sqrt(d) b.z_i for a test pair (a, b):
+    independent N(0, 1) vectors for a different pair, v = u for a same one. So with
+    theta = s_n^2 / (32 r), a same pair is right when s_u^2 > theta, that is
+    chi^2_{L-1} > (L - 1) theta, and a different pair when s_uv < theta ((L - 1) s_uv
+    is a sum of L - 1 products of independent normals: given the second vector's
+    squared norm R ~ chi^2_{L-1}, it is N(0, R)), each a one-dimensional expectation
+    (taken over 256 quantiles). The accuracy depends on L and not on d; the different
+    pairs limit it: for large L it is 1/2 + Phi(sqrt(L - 1) / 6) / 2 with the NTK
+    (``mean_difference_accuracy_large_L``).
+
+    Parameters
+    ----------
+    L : int
+        Training symbols, >= 3 (at L = 2 the sample statistics have one degree of
+        freedom; the formula holds, but the expansion's neglected terms are large).
+    symbols : array_like, shape (L, d), optional
+        The training symbols: theta from their norms (the accuracy of this task's
+        classifier). None: averaged over tasks with z ~ N(0, I/d), (L - 1) s_n^2 / 2
+        ~ chi^2_{L-1} (256 quantiles).
+    kernel : {"ntk", "nngp"}, default "ntk"
+
+    Returns
+    -------
+    dict
+        "accuracy" (half same, half different pairs), "same", "different" (the
+        accuracy on each class) and "theta" (the threshold; its mean over tasks when
+        ``symbols`` is None).
+
+    Raises
+    ------
+    ValueError
+        For L < 3 or not whole, symbols of another number of rows, non-finite symbols,
+        or an unknown kernel.
+    """
+    from scipy import stats
+
+    from ._validation import check_array, check_choice, check_int
+
+    L = check_int("L", L, 3)
+    r = MEAN_DIFFERENCE_R[check_choice("kernel", kernel, tuple(MEAN_DIFFERENCE_R))]
+    k = L - 1
+    if symbols is None:
+        q = (np.arange(_TASK_QUANTILES) + 0.5) / _TASK_QUANTILES
+        thetas = 2.0 * stats.chi2.ppf(q, k) / k / (32.0 * r)
+    else:
+        z = check_array("symbols", symbols, shape=(L, None))
+        n = np.sqrt(z.shape[1]) * (np.einsum("ij,ij->i", z, z) - 1.0)
+        thetas = np.array([np.var(n, ddof=1) / (32.0 * r)])
+    same = stats.chi2.sf(k * thetas, k)
+    # s_uv (L - 1) = sum of k products g_j h_j: given |h|^2 = R ~ chi^2_k it is N(0, R), so
+    # P(s_uv < theta) = E_R[Phi((L - 1) theta / sqrt(R))], over R's quantiles
+    R = stats.chi2.ppf((np.arange(_TASK_QUANTILES) + 0.5) / _TASK_QUANTILES, k)
+    different = ndtr(k * thetas[:, None] / np.sqrt(R)[None, :]).mean(axis=1)
+    return {"accuracy": float(np.mean(same + different) / 2), "same": float(np.mean(same)),
+            "different": float(np.mean(different)), "theta": float(np.mean(thetas))}
+
+
+def mean_difference_accuracy_large_L(L):
+    """The NTK mean-difference classifier's accuracy for large L: 1/2 + Phi(sqrt(L - 1) / 6) / 2.
+
+    The limit of ``mean_difference_accuracy`` (averaged over tasks) as L grows: same
+    pairs right with probability -> 1 (s_u^2 -> 1 > theta -> 1/6), different pairs
+    when the sample covariance s_uv ~ N(0, 1/(L - 1)) stays below theta = 1/6.
+
+    Parameters
+    ----------
+    L : int or array_like
+        Training symbols, >= 2.
+
+    Returns
+    -------
+    float or ndarray
+
+    Raises
+    ------
+    ValueError
+        When L < 2.
+    """
+    L = _check_L(L).astype(float)
+    out = 0.5 + 0.5 * ndtr(np.sqrt(L - 1.0) / 6.0)
+    return out[()] if out.ndim == 0 else out

@@ -276,6 +276,8 @@ def test_reproduce_fig1e_finite_and_limit_heatmaps_scaling_and_comparison(tmp_pa
     assert all(0.3 < c["limit"] <= 1 and 0.3 < c["finite"] <= 1 for c in cmp)
     assert (tmp_path / "fig1e-quick.png").stat().st_size > 0
     assert (tmp_path / "fig1e-quick-limit.png").stat().st_size > 0
+    assert (tmp_path / "fig1e-quick-time.png").stat().st_size > 0
+    assert list(summary["in_time"]["limit"]) == ["200", "400", "best", "protocol"]
 
 
 def test_ntk_command_json_and_bad_pairs(capsys):

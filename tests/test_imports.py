@@ -25,7 +25,7 @@ FLOORS = (
      "fastsd._rng", "fastsd._philox", "fastsd._stats", "fastsd._calls", "fastsd._stop",
      "fastsd._progress", "fastsd._blas", "fastsd._jitcache", "fastsd._threads", "fastsd._pricing",
      "fastsd._probe", "fastsd._memory", "fastsd._gemm", "fastsd._dispatch", "fastsd.conventions",
-     "fastsd.store"},
+     "fastsd.store", "fastsd.schedules"},
     {"fastsd.params"},
     {"fastsd.tasks", "fastsd.walkers"},
     {"fastsd.mlp"},

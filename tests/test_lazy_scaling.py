@@ -182,3 +182,65 @@ def test_the_example_network_cell_trains_on_the_limit_cells_symbols(monkeypatch)
     lim = ex.lazy_cell(4, 6, seed=1, steps=1000, eval_every=1000, n_test=64)
     assert net["width"] == 32 and 0 <= net["best_test_accuracy"] <= 1
     assert np.array_equal(seen[0].symbols, SameDifferent(4, 6, seed=lim["task_seed"]).symbols)
+
+
+def timed_heatmap(ds, Ls, seeds, steps, eval_every, law, width=None):
+    """Records with histories at evaluation_steps(steps, eval_every, "log"): accuracy
+    0.5 + 0.5 tanh(log(L / law(d, t))) at step t, as the flows' records hold them."""
+    from fastsd.schedules import evaluation_steps
+
+    evals = evaluation_steps(steps, eval_every, "log")
+    recs = []
+    for d in ds:
+        for L in Ls:
+            for s in range(seeds):
+                acc = [float(0.5 + 0.5 * np.tanh(np.log(L / law(d, t)))) for t in evals]
+                rec = {"d": d, "L": L, "seed": s, "eval_every": eval_every, "eval_at": "log",
+                       "best_test_accuracy": max(acc),
+                       "history": {"step": evals, "test_accuracy": acc}}
+                if width:
+                    rec["width"] = width
+                recs.append(rec)
+    return recs
+
+
+def law(d, t):
+    return 3.0 + 0.002 * d * t            # L* grows with the reading time
+
+
+def test_L_star_is_read_at_each_evaluated_step():
+    from fastsd.figures.fig1e import scaling_in_time
+
+    Ls = paper_lattice(2, 4096)
+    recs = timed_heatmap([64, 128, 256], Ls, 2, 2000, 1000, law)
+    crossing = np.exp(np.arctanh(0.5))               # L / law(d, t) where accuracy is 0.75
+    rows = scaling_in_time(recs, n_boot=0)
+    assert [k for k in rows if not isinstance(k, str)] == [1, 2, 3, 5, 10, 20, 30, 50, 100,
+                                                           200, 300, 500, 1000, 2000]
+    for t in (3, 100, 1000):
+        for d in (64, 128, 256):
+            assert rows[t]["L_star"][d] == pytest.approx(crossing * law(d, t), rel=0.03)
+    # the protocol reads steps 1000 and 2000, the best every step: here the earliest
+    assert rows["protocol"]["L_star"] == rows[1000]["L_star"]
+    assert rows["best"]["L_star"] == rows[1]["L_star"]
+    with pytest.raises(ValueError, match="step 7 is not one of d=64, L=2's"):
+        lazy_scaling(recs, at=7)
+
+
+def test_the_report_draws_and_tabulates_the_time_panel(tmp_path):
+    from fastsd.figures import fig1e
+
+    Ls = paper_lattice(2, 700)[::2]
+    parts = {"lazy_limit": timed_heatmap([48, 92], Ls, 2, 3000, 1000, law),
+             "mlp": timed_heatmap([48, 92], Ls, 2, 3000, 1000,
+                                  lambda d, t: 1.2 * law(d, t), width=1024)}
+    heading, text, tables, figures = fig1e.report(fig1e.QUICK, parts, str(tmp_path / "f"))
+    assert str(tmp_path / "f-time.png") in figures
+    assert "L*(d) of the limit against the reading time" in text
+    assert "L*(d) of the lazy networks against the reading time" in text
+    rows = tables["in_time"]["limit"]          # keyed by text, as JSON keeps them
+    assert rows["1000"]["L_star"][48] == pytest.approx(np.exp(np.arctanh(0.5)) * law(48, 1000),
+                                                     rel=0.03)
+    # the heatmaps keep the paper's reading: the best of the evaluations every 1000 steps
+    assert tables["scaling"]["limit"]["L_star"] == rows["protocol"]["L_star"]
+    assert tables["scaling"]["limit"]["at"] == "protocol"

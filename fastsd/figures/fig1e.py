@@ -61,26 +61,31 @@ def paper_lattice(lo, hi):
 PAPER_DL = paper_lattice(128, 1024)
 #: The paper's protocol of the lazy networks (published-code notes), and the limit's steps.
 STEPS, WIDTH, SEEDS = 50_000, 4096, [0, 1, 2]
+#: Both parts evaluate every 1000 steps (the paper's protocol, the heatmaps) and at 1, 2, 3,
+#: 5, 10, 20, ... steps (``eval_at="log"``, the time panel).
+EVALS = dict(eval_every=1000, eval_at="log", n_test=1024)
 FULL = Preset(
     "fig1e", "lazy_heatmap", "Fig. 1e: lazy (gamma ~ 0) test accuracy over d and L",
     (("mlp", "mlp", Grid(d=PAPER_DL, L=PAPER_DL, gamma="lazy", seed=SEEDS, width=WIDTH,
-                         steps=STEPS, eval_every=1000, n_test=1024)),
+                         steps=STEPS, **EVALS)),
      ("lazy_limit", "lazy_limit", Grid(d=PAPER_DL, L=PAPER_DL, seed=SEEDS, steps=STEPS,
-                                       eval_every=1000, n_test=1024, dtype="float32"))))
-#: The quick preset's grid: every third point of the lattice, below the paper's range.
-QUICK_D, QUICK_L = paper_lattice(48, 92)[::3], paper_lattice(34, 247)[::3]
+                                       dtype="float32", **EVALS))))
+#: The quick preset's grid: every third point of the lattice, below the paper's range, L
+#: from 2 (the early readings cross the level at a few symbols).
+QUICK_D, QUICK_L = paper_lattice(48, 92)[::3], paper_lattice(2, 247)[::3]
 QUICK = Preset(
     "fig1e-quick", "lazy_heatmap", "Fig. 1e (quick): lazy (gamma ~ 0) test accuracy "
     "over d and L",
     (("mlp", "mlp", Grid(d=QUICK_D, L=QUICK_L, gamma="lazy", seed=[0, 1], width=1024,
-                         steps=5000, eval_every=1000, n_test=1024)),
+                         steps=5000, **EVALS)),
      ("lazy_limit", "lazy_limit", Grid(d=QUICK_D, L=QUICK_L, seed=[0, 1], steps=5000,
-                                       eval_every=1000, n_test=1024, dtype="float32"))))
-#: Bootstrap replicates of the exponent's confidence interval.
-N_BOOT = 2000
+                                       dtype="float32", **EVALS))))
+#: Bootstrap replicates of the exponent's confidence interval; of each reading time's
+#: (the time panel's table).
+N_BOOT, N_BOOT_TIME = 2000, 500
 
 
-def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
+def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0, at="best"):
     """L*(d) where the mean accuracy first reaches ``level``; L*(d) fitted as a power law
     L* ~ d^b and as an affine law L* = a d + c, with bootstrap intervals.
 
@@ -88,7 +93,8 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
     ----------
     records : sequence of dict
         Records with ``d``, ``L`` and ``best_test_accuracy`` (e.g. of the
-        "lazy_limit" or the lazy "mlp" part over a d x L grid).
+        "lazy_limit" or the lazy "mlp" part over a d x L grid), and their
+        ``history`` where ``at`` reads it.
     level : float, default 0.75
     n_boot : int, default ``N_BOOT``
         Bootstrap replicates: each cell's seeds are resampled with
@@ -96,11 +102,15 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
         symbols), L*(d) and both fits are read again; 0 skips the bootstrap.
     seed : int, default 0
         Seed of the bootstrap.
+    at : "best", "protocol" or int, default "best"
+        Which accuracy of each record (``fastsd.schedules.accuracy_at``): the best
+        over its evaluations, the best at the paper's (every ``eval_every`` steps),
+        or the accuracy after step t (L*(d, t), issue 44).
 
     Returns
     -------
     dict
-        ``level``; ``L_star``, {d: L*} for the d whose accuracy crosses
+        ``level``, ``at``; ``L_star``, {d: L*} for the d whose accuracy crosses
         ``level`` inside the grid; ``exponent`` and ``exponent_se`` of the
         log-log least-squares fit (None with fewer than 2 crossings);
         ``exponent_ci``, the bootstrap's 2.5 and 97.5 percentiles of b (None
@@ -113,9 +123,11 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
 
     from ..analysis import affine_fit, power_law_fit, threshold_crossing
 
+    from ..schedules import accuracy_at
+
     acc = defaultdict(lambda: defaultdict(list))
     for r in records:
-        acc[r["d"]][r["L"]].append(r["best_test_accuracy"])
+        acc[r["d"]][r["L"]].append(accuracy_at(r, at))
     ds = sorted(acc)
 
     def crossings(mean):
@@ -154,7 +166,7 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0):
             ci = [float(v) for v in q[:, 0]]
             affine["slope_ci"] = [float(v) for v in q[:, 1]]
             affine["intercept_ci"] = [float(v) for v in q[:, 2]]
-    return {"level": level, "L_star": L_star, "exponent": b, "exponent_se": se,
+    return {"level": level, "at": at, "L_star": L_star, "exponent": b, "exponent_se": se,
             "exponent_ci": ci, "affine": affine, "n_boot": n_boot}
 
 
@@ -178,11 +190,11 @@ def _fits(scaling):
 
 
 def _panel(records, prefix, title):
-    """One heatmap with its L*(d): (figures, table, scaling)."""
+    """One heatmap of the paper's protocol with its L*(d): (figures, table, scaling)."""
     from .. import plots
     from ..scan import summarize
 
-    scaling = lazy_scaling(records)
+    scaling = lazy_scaling(records, at="protocol")
     lines = []
     if scaling["L_star"]:
         d0, L0 = next(iter(scaling["L_star"].items()))
@@ -193,8 +205,91 @@ def _panel(records, prefix, title):
             aff = scaling["affine"]
             title += (f"\n$L^* \\propto d^{{{b:.2f}}}$, $L^* = {aff['slope']:.2f}\\,d "
                       f"{aff['intercept']:+.0f}$ (accuracy {scaling['level']})")
-    figures = plots.plot_heatmap(records, prefix, title=title, lines=lines)
-    return figures, summarize(records, "L", columns="d"), scaling
+    figures = plots.plot_heatmap(records, prefix, title=title, lines=lines, value=PROTOCOL)
+    return figures, summarize(records, "L", columns="d", value=PROTOCOL), scaling
+
+
+#: The records' field of the paper's reading: the best at the evaluations every 1000 steps.
+PROTOCOL = "protocol_test_accuracy"
+
+
+def with_protocol(records):
+    """Copies of ``records`` with ``PROTOCOL``, the best accuracy at the paper's evaluations
+    (``fastsd.schedules.accuracy_at(r, "protocol")``)."""
+    from ..schedules import accuracy_at
+
+    return [dict(r, **{PROTOCOL: accuracy_at(r, "protocol")}) for r in records]
+
+
+def reading_times(records):
+    """The steps every record evaluated, increasing."""
+    return sorted(set.intersection(*(set(r["history"]["step"]) for r in records)))
+
+
+def scaling_in_time(records, level=0.75, n_boot=N_BOOT_TIME):
+    """L*(d, t) at every step all ``records`` evaluated, and at "best" and "protocol":
+    {reading: ``lazy_scaling(records, level, n_boot, at=reading)``}.
+
+    Parameters
+    ----------
+    records : sequence of dict
+        Records over a d x L grid with their histories (run with ``eval_at``,
+        ``fastsd.schedules``, to read early times).
+    level : float, default 0.75
+    n_boot : int, default ``N_BOOT_TIME``
+
+    Returns
+    -------
+    dict
+        Keys the steps (int), then "best" and "protocol".
+    """
+    return {at: lazy_scaling(records, level=level, n_boot=n_boot, at=at)
+            for at in [*reading_times(records), "best", "protocol"]}
+
+
+def _time_table(name, rows, ds):
+    """The text of one model's L*(d, t): a row a reading, L* per d, then the fits."""
+    lines = [f"L*(d) of the {name} against the reading time t (SGD steps; accuracy "
+             f"{next(iter(rows.values()))['level']}); 'best': over all evaluations, "
+             f"'protocol': over the paper's (every 1000 steps)",
+             f"{'t':>9} " + " ".join(f"{'d=' + str(d):>7}" for d in ds) + "  fit"]
+    for at, sc in rows.items():
+        cells = " ".join(f"{sc['L_star'][d]:>7.1f}" if d in sc["L_star"] else f"{'-':>7}"
+                         for d in ds)
+        lines.append(f"{at!s:>9} {cells}  " + (_fits(sc) if sc["exponent"] is not None
+                                               else "-"))
+    return lines
+
+
+def _time_figure(in_time, prefix, title, eval_every):
+    """L*(d) against the reading time, a line per d and model (limit solid, networks
+    dashed), the paper's first evaluation marked."""
+    from matplotlib.ticker import FuncFormatter
+
+    from .. import plots
+
+    fig = plots._new_figure(6.4, 3.8)
+    ax = fig.add_subplot()
+    ds = sorted({d for rows in in_time.values() for sc in rows.values() for d in sc["L_star"]})
+    colours = {d: f"C{k}" for k, d in enumerate(ds)}
+    styles = {name: ("-" if name == "limit" else "--") for name in in_time}
+    for name, rows in in_time.items():
+        times = [t for t in rows if not isinstance(t, str)]
+        for d in ds:
+            pts = [(t, rows[t]["L_star"][d]) for t in times if d in rows[t]["L_star"]]
+            if pts:
+                ax.plot(*zip(*pts), styles[name], color=colours[d], marker=".", lw=1.2,
+                        label=f"{name}, d = {d}")
+    ax.axvline(eval_every, color="0.4", ls=":", lw=1,
+               label=f"the paper's first evaluation (step {eval_every})")
+    ax.set_xscale("log")
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("reading time t (SGD steps)")
+    ax.set_ylabel(r"$L^*(d)$: first L at accuracy 0.75")
+    plots._legend(ax, False, fontsize=7)
+    ax.set_title(plots.figure_title(title, 60), fontsize=9)
+    return plots._save(fig, prefix)
 
 
 def report(preset, records, prefix):
@@ -211,7 +306,8 @@ def report(preset, records, prefix):
 
     from ..scan import format_table
 
-    finite, limit = records.get("mlp", []), records["lazy_limit"]
+    finite = with_protocol(records.get("mlp", []))
+    limit = with_protocol(records["lazy_limit"])
     widths = sorted({r["width"] for r in finite})
     figures, tables, scaling, text = [], {}, {}, []
     panels = [("limit", limit, f"{prefix}-limit", f"{preset.title}: the exact limit "
@@ -225,18 +321,26 @@ def report(preset, records, prefix):
         what = ("lazy networks (gamma = 1e-5/sqrt(d), width " + ", ".join(map(str, widths))
                 + ")" if name == "finite" else
                 "the gamma -> 0, infinite-width network (logistic flow, App. D)")
-        text += [f"best test accuracy of {what}, rows L, columns d",
+        text += [f"test accuracy of {what}, the best of the evaluations every "
+                 f"{recs[0]['eval_every']} steps (the paper's protocol), rows L, columns d",
                  format_table(tables[name], eq3=False),
                  f"L*(d) at accuracy {scaling[name]['level']}: "
                  + (", ".join(f"d={d}: {v:.1f}" for d, v in scaling[name]["L_star"].items())
                     or "none inside the grid"),
                  "  " + _fits(scaling[name]), ""]
+    in_time = {name: scaling_in_time(recs) for name, recs, *_ in panels}
+    ds = sorted({r["d"] for r in limit} | {r["d"] for r in finite})
+    for name, rows in in_time.items():
+        text += _time_table("limit" if name == "limit" else "lazy networks", rows, ds)
+        text.append("")
+    figures += _time_figure(in_time, f"{prefix}-time", f"{preset.title}: L*(d) against "
+                            f"the time the accuracy is read", limit[0]["eval_every"])
     means = defaultdict(list)
     for r in limit:
-        means[r["d"], r["L"]].append(r["best_test_accuracy"])
+        means[r["d"], r["L"]].append(r[PROTOCOL])
     nets = defaultdict(list)
     for r in finite:
-        nets[r["d"], r["L"], r["width"]].append(r["best_test_accuracy"])
+        nets[r["d"], r["L"], r["width"]].append(r[PROTOCOL])
     compare = [{"d": d, "L": L, "width": m, "finite": float(np.mean(v)),
                 "limit": float(np.mean(means[d, L])) if means.get((d, L)) else None}
                for (d, L, m), v in sorted(nets.items())]
@@ -249,6 +353,9 @@ def report(preset, records, prefix):
         text.append(f"{c['d']:>5} {c['L']:>5} {c['width']:>6} {c['finite']:>7.3f} {lim:>7} "
                     f"{gap:>7}")
     heading = ("Fig. 1e: best test accuracy of lazy networks (the paper's protocol) and of the "
-               "exact lazy limit over d and L, with L*(d)")
+               "exact lazy limit over d and L, with L*(d), and L*(d) against the reading time")
     return heading, "\n".join(text), {"finite": tables.get("finite"), "limit": tables["limit"],
-                                      "scaling": scaling, "finite_vs_limit": compare}, figures
+                                      "scaling": scaling,
+                                      "in_time": {name: {str(at): sc for at, sc in rows.items()}
+                                                  for name, rows in in_time.items()},
+                                      "finite_vs_limit": compare}, figures

@@ -46,6 +46,7 @@ import math
 from .. import _probe
 from .._pricing import predict, table
 from .._validation import check_int
+from ..schedules import Evaluations
 from .dynamics import POWER_ITERS
 from .kron import TEST_TERMS, ERROR_ROWS, TEST_CROSS_MIN_L
 
@@ -68,9 +69,10 @@ PRICES = dict(TABLE["prices"])
 MEASURED_ON = f"{TABLE['provenance']['machine']}, {TABLE['provenance']['measured']}"
 
 
-def evaluations(steps, eval_every):
-    """Test evaluations of a flow: one after each ``eval_every`` steps and at the end."""
-    return -(-steps // eval_every)
+def evaluations(steps, eval_every, eval_at=None):
+    """Test evaluations of a flow: one after each ``eval_every`` steps, at the end and at the
+    steps of ``eval_at`` (``fastsd.schedules.Evaluations``)."""
+    return len(Evaluations(steps, eval_every, eval_at))
 
 
 #: The range of d and L the laws were fitted on: outside it they are read at its edge
@@ -92,7 +94,7 @@ def _check(d, L, steps=1, eval_every=1, n_test=2):
             check_int("eval_every", eval_every, 1), check_int("n_test", n_test, 2))
 
 
-def expected_counts(d, L, steps, eval_every):
+def expected_counts(d, L, steps, eval_every, eval_at=None):
     """The counts of a flow cell known only after its run, as ``COUNT_LAWS`` predict them.
 
     Parameters
@@ -101,6 +103,8 @@ def expected_counts(d, L, steps, eval_every):
         Symbol dimension and training symbols.
     steps, eval_every : int
         The flow's SGD steps of time and the steps between evaluations.
+    eval_at : None, "log", str or sequence of int
+        Extra evaluation steps (``fastsd.schedules``): each ends a segment of the flow.
 
     Returns
     -------
@@ -118,7 +122,7 @@ def expected_counts(d, L, steps, eval_every):
         For d < 1, L < 2, steps < 1 or eval_every < 1, or a non-integer.
     """
     d, L, steps, eval_every, _ = _check(d, L, steps, eval_every)
-    segments = evaluations(steps, eval_every)
+    segments = evaluations(steps, eval_every, eval_at)
     terms = min(float(L * L), max(1.0, math.exp(_law(COUNT_LAWS["terms"], d, L))))
     aca = min(float(L * L), max(terms, math.exp(_law(COUNT_LAWS["aca_terms"], d, L))))
     extra = math.expm1(max(0.0, _law(COUNT_LAWS["flow_steps"], d, L, math.log(steps))))
@@ -130,7 +134,8 @@ def expected_counts(d, L, steps, eval_every):
             "kron_test_terms": test_terms}
 
 
-def cost_features(d, L, *, steps, eval_every, n_test, counts=None, dtype="float64"):
+def cost_features(d, L, *, steps, eval_every, n_test, eval_at=None, counts=None,
+                  dtype="float64"):
     """What a flow cell on solver "kron" does, in counted units (module notes).
 
     Parameters
@@ -138,6 +143,8 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None, dtype="float6
     d, L : int
     steps, eval_every, n_test : int
         As ``lazy_limit``.
+    eval_at : None, "log", str or sequence of int
+        As ``lazy_limit``: extra evaluations.
     counts : dict, optional
         Counts of the run (its ``solver_info``: "kron_terms", "kron_aca_terms",
         "kron_build_rows", "flow_products"; "kron_test_terms" where measured):
@@ -157,10 +164,10 @@ def cost_features(d, L, *, steps, eval_every, n_test, counts=None, dtype="float6
         For sizes ``lazy_limit`` refuses (d < 1, L < 2, steps, eval_every < 1, n_test < 2).
     """
     d, L, steps, eval_every, n_test = _check(d, L, steps, eval_every, n_test)
-    c = {**expected_counts(d, L, steps, eval_every), **(counts or {})}
+    c = {**expected_counts(d, L, steps, eval_every, eval_at), **(counts or {})}
     L2 = float(L * L)
     R, products, k = c["kron_terms"], c["flow_products"], c["kron_test_terms"]
-    pairs = float(evaluations(steps, eval_every) * n_test)
+    pairs = float(evaluations(steps, eval_every, eval_at) * n_test)
     cross = float(L >= TEST_CROSS_MIN_L)
     gemm = "gemm32" if dtype == "float32" else "gemm"
     return {"cell": 1.0, "build": c["kron_build_rows"] * L2,
@@ -267,11 +274,11 @@ def modelled(settings):
         return False
 
 
-def predicted_seconds(d, L, *, steps, eval_every, n_test, dtype="float64"):
+def predicted_seconds(d, L, *, steps, eval_every, n_test, eval_at=None, dtype="float64"):
     """Predicted seconds of one flow cell on solver "kron" on one thread (``cost_features``
     at ``expected_counts``, times ``PRICES``)."""
     return predict(prices(), cost_features(d, L, steps=steps, eval_every=eval_every,
-                                           n_test=n_test, dtype=dtype))
+                                           n_test=n_test, eval_at=eval_at, dtype=dtype))
 
 
 #: The kind of each unit of ``cost_features`` that is not NumPy work ("numpy", ``fastsd._probe``):

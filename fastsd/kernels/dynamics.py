@@ -11,10 +11,12 @@ rows, diagonal, the regression solve) and returns c:
   dc/dt = -alpha0 W (sigmoid(K c) - y), t in SGD steps, by exponential RK4
   steps that integrate the kernel's stiff leading mode exactly;
 - ``logistic_sgd``: kernel SGD, c[b] -= (alpha0 / |B|) (sigmoid(f~(x_b)) - y_b)
-  over the batches it is given.
+  over the batches it is given;
+- ``mean_difference``: the flow's direction at t = 0, c = W (2 y - 1).
 
-The flows evaluate on a test set every ``eval_every`` steps through the
-caller's ``evaluate(c)`` and return the history.
+The flows evaluate on a test set after each step of ``evals``
+(``fastsd.schedules.Evaluations``) through the caller's ``evaluate(c, step)``
+and return the history.
 """
 
 import math
@@ -50,6 +52,29 @@ def regression(op, w, y, *, ridge, tol, maxiter):
     lam = ridge * float(xp.sum(w * op.diagonal)) / len(w)
     z, solved = op.solve(w, b, lam, tol=tol, maxiter=maxiter)
     return sw * z, {"ridge": ridge, **solved}
+
+
+def mean_difference(w, y):
+    """The kernel mean-difference classifier: c = W (2 y - 1), the flow's direction at t = 0.
+
+    From c = 0, dc/dt = -alpha0 W (sigmoid(0) - y) = (alpha0 / 2) W (2 y - 1): the flow
+    starts along g(x) = sum_q c_q K(x, x_q) = (mean of K(x, .) over the same pairs - mean
+    over the different pairs) / 2 (each class carries weight 1/2). g is O(1/d): the
+    kernel's common part cancels in it, while the flow's second order in t does not, but
+    is nearly the same for every input, so the flow's first logits are a g + b (their
+    correlation with g is 1 - 1e-4 or closer, tests) and b moves the threshold. The
+    classifier's accuracy: ``fastsd.theory.mean_difference_accuracy``.
+
+    Parameters
+    ----------
+    w, y : arrays (P,) of the backend
+        Class weights and labels in {0, 1}.
+
+    Returns
+    -------
+    c : array (P,)
+    """
+    return w * (2.0 * y - 1.0)
 
 
 #: Power iterations for each of the two leading eigenvalues (``top_modes``).
@@ -126,7 +151,7 @@ def phi(z):
     return tuple(out)
 
 
-def logistic_flow(op, w, y, evaluate, *, alpha0, steps, eval_every, progress=False):
+def logistic_flow(op, w, y, evaluate, *, alpha0, evals, progress=False):
     """Gradient flow of the weighted BCE in function space, from c = 0.
 
     dc/dt = -alpha0 W (sigmoid(K c) - y), with Jacobian -alpha0 W S K,
@@ -162,10 +187,12 @@ def logistic_flow(op, w, y, evaluate, *, alpha0, steps, eval_every, progress=Fal
     w, y : arrays (P,) of the backend
         Class weights and labels in {0, 1}.
     evaluate : callable
-        ``evaluate(c)`` -> test accuracy, called after every ``eval_every`` steps.
+        ``evaluate(c, step)`` -> test accuracy, called at each step of ``evals``.
     alpha0 : float
         Learning rate: one SGD step is alpha0 units of kernel time.
-    steps, eval_every : int
+    evals : fastsd.schedules.Evaluations
+        The SGD steps of the evaluations; the last, ``evals.steps``, is the flow's
+        end. The flow's steps end at each (no evaluation is interpolated).
     progress : bool, default False
         A tqdm bar over the steps.
 
@@ -232,11 +259,11 @@ def logistic_flow(op, w, y, evaluate, *, alpha0, steps, eval_every, progress=Fal
         # the logits where the next step starts, and a step's length per unit of logit change
         # (first: as for RK4 on the whole kernel, where the logits move fastest)
         at = [logits(c0), 2.0 / (alpha0 * lam1 * DRIFT)]
-        c, hist = _evolve("logistic_flow", advance, c0, evaluate, steps, eval_every, progress)
+        c, hist = _evolve("logistic_flow", advance, c0, evaluate, evals, progress)
     return c, hist, dict(count, lambda_max=lam1, lambda_2=lam2)
 
 
-def logistic_sgd(op, draw, evaluate, *, lr, steps, eval_every, progress=False):
+def logistic_sgd(op, draw, evaluate, *, lr, evals, progress=False):
     """Kernel SGD in function space from c = 0 (the backend's ``kernel_sgd``).
 
     Parameters
@@ -246,10 +273,11 @@ def logistic_sgd(op, draw, evaluate, *, lr, steps, eval_every, progress=False):
         ``draw(n)`` -> (idx, y): the next n steps' batches, training pair
         indices (n, batch) int64 and labels (n, batch), host arrays.
     evaluate : callable
-        ``evaluate(c)`` -> test accuracy, called after every ``eval_every`` steps.
+        ``evaluate(c, step)`` -> test accuracy, called at each step of ``evals``.
     lr : float
         Step size of c, alpha0 / batch size.
-    steps, eval_every : int
+    evals : fastsd.schedules.Evaluations
+        The SGD steps of the evaluations; the last, ``evals.steps``, is the run's end.
     progress : bool, default False
 
     Returns
@@ -270,24 +298,23 @@ def logistic_sgd(op, draw, evaluate, *, lr, steps, eval_every, progress=False):
         return c, total / n
 
     with op.threads():
-        return _evolve("logistic_sgd", advance, op.xp.zeros(len(op.diagonal)), evaluate, steps,
-                       eval_every, progress)
+        return _evolve("logistic_sgd", advance, op.xp.zeros(len(op.diagonal)), evaluate, evals,
+                       progress)
 
 
-def _evolve(method, advance, c, evaluate, steps, eval_every, progress):
-    """Advance c by ``advance(c, n)`` -> (c, loss) in chunks of ``eval_every`` steps,
-    evaluating after each; return c and the history."""
+def _evolve(method, advance, c, evaluate, evals, progress):
+    """Advance c by ``advance(c, n)`` -> (c, loss) up to each step of ``evals``, evaluating
+    there; return c and the history."""
     hist = {"step": [], "test_accuracy": [], "train_loss": []}
     # a context manager, so that the bar is closed before an interrupt is reported
-    with _progress.bar(progress, total=steps, unit="step",
+    with _progress.bar(progress, total=evals.steps, unit="step",
                        desc=f"lazy limit, {method.replace('_', ' ')}") as bar:
         t = 0
-        while t < steps:
-            n = min(eval_every, steps - t)
-            c, loss = advance(c, n)
-            t += n
+        for at in evals:
+            c, loss = advance(c, at - t)
+            bar.update(at - t)
+            t = at
             hist["step"].append(t)
-            hist["test_accuracy"].append(evaluate(c))
+            hist["test_accuracy"].append(evaluate(c, t))
             hist["train_loss"].append(loss)
-            bar.update(n)
     return c, hist

@@ -82,6 +82,7 @@ from .._stats import accuracy_se
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
 from ..params import LAZY_LIMIT
+from ..schedules import Evaluations
 from ..tasks.base import BatchStream, Task, task_identity
 from . import dynamics
 from .backend import KERNELS
@@ -101,17 +102,17 @@ class LazyResult:
     Attributes
     ----------
     method : str
-        "regression", "logistic_flow" or "logistic_sgd".
+        "regression", "logistic_flow", "logistic_sgd" or "mean_difference".
     test_accuracy : float
-        Accuracy on fresh-symbol test pairs: of the solution (regression) or
-        of the final state (flows).
+        Accuracy on fresh-symbol test pairs: of the solution (regression), of
+        the classifier (mean_difference) or of the final state (flows).
     test_accuracy_se : float
         Its standard error over the test pairs (``fastsd._stats.accuracy_se``: about
         sqrt(a (1 - a) / n_test), never 0).
     best_test_accuracy : float
         The best accuracy over the evaluations (App. G.1's measure; each
         evaluation on its own fresh test set); equals ``test_accuracy`` for
-        regression.
+        regression and mean_difference.
     n_test : int
         Test pairs per evaluation.
     n_train_pairs, n_same, n_diff : int
@@ -168,11 +169,15 @@ class LazyResult:
         return rec
 
 
+#: The methods read once, with no time axis (no steps, evaluations or learning rate).
+ONE_READING = ("regression", "mean_difference")
+
+
 @_threads.computing
 def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=None, n_test=1024,
                test_x=None, ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None,
                kernel_tol=None, dtype="float64", steps=25000, alpha0=None, eval_every=1000,
-               batch_size=128, backend="auto", progress=False):
+               eval_at=None, batch_size=128, backend="auto", progress=False):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
     See the module notes for the limiting kernel (ntk, App. D), the
@@ -183,7 +188,8 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     ----------
     task : SameDifferent
         A clean symbol task (sigma2 = 0); its L symbols are the training symbols.
-    method : {"logistic_flow", "regression", "logistic_sgd"}, default "logistic_flow"
+    method : {"logistic_flow", "regression", "logistic_sgd", "mean_difference"}, \
+default "logistic_flow"
         The default is the trained network's limit, as in ``fastsd ntk`` and
         the "lazy_limit" scan predictor. "regression": weighted kernel
         ridge(less) regression of the labels +-1 over the training
@@ -194,7 +200,13 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
         about 1e-7 relative). "logistic_sgd": the limit network's SGD on the
         batches ``fastsd.train(task, gamma, seed=seed, steps=...,
         batch_size=..., eval_every=..., n_test=...)`` draws, with its test sets
-        (needs pairs="all").
+        (needs pairs="all"). "mean_difference": the kernel mean-difference
+        classifier, sign of (mean of K(x, .) over the same training pairs -
+        mean over the different ones), the flow's direction at t = 0 (its
+        first logits are this classifier's up to an offset common to all
+        inputs: ``dynamics.mean_difference``; its accuracy's theory:
+        ``fastsd.theory.mean_difference_accuracy``); no solve, the
+        matrix-free solver "cg" under "auto".
     kernel : {"ntk", "nngp"}, default "ntk"
         "ntk": the limit of networks with both layers trained (``fastsd.train``);
         "nngp": the limit of networks with only the readout trained, the
@@ -256,6 +268,12 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     eval_every, batch_size : int
         Steps between test evaluations; SGD batch size (logistic_sgd), even
         and >= 2 as in ``fastsd.train`` (half same, half different pairs).
+    eval_at : None, "log", str or sequence of int
+        Extra evaluation steps of the flows besides every ``eval_every``
+        (``fastsd.schedules``, as ``fastsd.train``): "log" reads the accuracy at
+        1, 2, 3, 5, 10, ... steps. The flow's steps end at each evaluation (a few
+        more kernel products: ``solver_info["flow_products"]``); their test sets
+        come from a stream of their own, so the other evaluations' are unchanged.
     backend : {"auto", "numpy", "cpu", "cuda"}
         "numpy": the float64 reference; "cpu": Numba kernels; "cuda": the
         reference on CuPy arrays (needs CuPy and a GPU).
@@ -311,8 +329,9 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
                         "result can be rebuilt; got a Generator.")
     seed = seed_sequence(seed)      # None: fresh entropy, recorded in config["seed"]
     c = LAZY_LIMIT.check(dict(n_test=n_test, ridge=ridge, steps=steps, eval_every=eval_every,
-                              alpha0=alpha0))
-    n_test, ridge, steps, eval_every, alpha0 = c.values()
+                              eval_at=eval_at, alpha0=alpha0))
+    n_test, ridge, steps, eval_every, eval_at, alpha0 = c.values()
+    evals = Evaluations(steps, eval_every, eval_at)
     tol = check_float("tol", tol, positive=True)
     if kernel_tol is not None:
         kernel_tol = check_float("kernel_tol", kernel_tol, positive=True)
@@ -340,6 +359,8 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
     size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
                      kernel_tol=kernel_tol, method=method, d=task.symbols.shape[1], dtype=dtype)
+    if method == "mean_difference" and solver == "auto" and P <= CG_MAX_PAIRS:
+        solver = "cg"       # matrix-free: the test logits are its only products
     solver_cls = choose_solver(solver, size)
     check_fits(memory_needs(L, task.input_dim, method, pairs, P, n_test, test_x,
                       min(BatchStream.BLOCK, steps), batch_size))
@@ -351,17 +372,21 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
     w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
     info = op.record()
     history = {}
-    if method == "regression":
-        c, solved = dynamics.regression(op, w, y, ridge=ridge, tol=tol, maxiter=maxiter)
-        info.update(solved)
+    if method in ONE_READING:
+        if method == "regression":
+            c, solved = dynamics.regression(op, w, y, ridge=ridge, tol=tol, maxiter=maxiter)
+            info.update(solved)
+        else:
+            c = dynamics.mean_difference(w, y)
         acc = best = accuracy(op, c, *task.sample_test(n_test, seed))
     else:
         streams = train_streams(seed)
 
-        def evaluate(c):
-            return accuracy(op, c, *task.sample_test(n_test, streams["test"]))
+        def evaluate(c, t):
+            stream = "test" if evals.is_protocol(t) else "scheduled_test"
+            return accuracy(op, c, *task.sample_test(n_test, streams[stream]))
 
-        flow = dict(steps=steps, eval_every=eval_every, progress=progress)
+        flow = dict(evals=evals, progress=progress)
         if method == "logistic_flow":
             c, history, flown = dynamics.logistic_flow(op, w, y, evaluate, alpha0=alpha0, **flow)
             info.update(flown)
@@ -381,10 +406,10 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
               "kernel": kernel_kind, "backend": backend, "ridge": ridge, "tol": tol,
               "dtype": dtype,
               "steps": steps,
-              "alpha0": alpha0, "eval_every": eval_every, "batch_size": batch_size,
-              "version": __version__}
-    if method == "regression":
-        for k in ("steps", "alpha0", "eval_every", "batch_size"):
+              "alpha0": alpha0, "eval_every": eval_every, "eval_at": eval_at,
+              "batch_size": batch_size, "version": __version__}
+    if method in ONE_READING:
+        for k in ("steps", "alpha0", "eval_every", "eval_at", "batch_size"):
             config.pop(k)
     return LazyResult(
         method=method, test_accuracy=acc,

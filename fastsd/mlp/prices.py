@@ -34,6 +34,7 @@ import numpy as np
 from .._dispatch import FAMILIES
 from .._pricing import predict, table
 from .._validation import check_choice, check_float, check_int
+from ..schedules import Evaluations
 
 #: The paths the cost model prices, and `path="auto"` chooses between: "dense" or "symbol" for
 #: clean symbol tasks, "dense" or "sparse" for the image tasks whose inputs are mostly zeros.
@@ -166,17 +167,18 @@ class CostModel:
         return predict(self.prices["dense"], features)
 
     def train_seconds(self, path, *, L, input_dim, width, batch_size, steps, eval_every,
-                      n_test, models=1, sources=1, inputs="symbols", extra_evals=0,
-                      entries=None):
+                      n_test, eval_at=None, models=1, sources=1, inputs="symbols",
+                      extra_evals=0, entries=None):
         """Predicted seconds of ``train_ensemble``'s loop: its steps and its evaluations.
 
-        ``extra_evals`` adds evaluations' worth of work after training (a scan
-        cell's activation change is one). Other parameters as ``step_seconds``
-        and ``eval_seconds``.
+        ``eval_at``: extra evaluation steps (``fastsd.schedules``). ``extra_evals``
+        adds evaluations' worth of work after training (a scan cell's activation
+        change is one). Other parameters as ``step_seconds`` and ``eval_seconds``.
         """
         steps = check_int("steps", steps, 1)
         eval_every = check_int("eval_every", eval_every, 1)
-        evals = -(-steps // eval_every) + check_int("extra_evals", extra_evals, 0)
+        evals = (len(Evaluations(steps, eval_every, eval_at))
+                 + check_int("extra_evals", extra_evals, 0))
         step = self.step_seconds(path, L=L, input_dim=input_dim, width=width,
                                  batch_size=batch_size, models=models, inputs=inputs,
                                  entries=entries)

@@ -16,6 +16,7 @@ from .._memory import Need, check_fits, need
 from .._validation import check_choice, check_float, check_seed
 from ..conventions import is_lazy
 from ..params import TRAINING
+from ..schedules import Evaluations
 from ..tasks.base import BatchStream, Task, task_identity
 from ..tasks.symbols import SameDifferent
 from . import costs, prices
@@ -72,7 +73,7 @@ class TrainResult:
 
     The settings are also read-only attributes over ``config``: ``gamma``,
     ``d``, ``L``, ``sigma2``, ``width``, ``steps``, ``seed``, ``batch_size``,
-    ``alpha0``, ``lr``, ``eval_every``, ``n_test``, ``init``, ``backend``,
+    ``alpha0``, ``lr``, ``eval_every``, ``eval_at``, ``n_test``, ``init``, ``backend``,
     ``path``, ``dtype``, ``batches`` (``d``, ``L`` and ``sigma2`` where the
     task has them; an AttributeError otherwise).
     """
@@ -97,6 +98,8 @@ class TrainResult:
     alpha0 = _setting("alpha0", "Base learning rate alpha0.")
     lr = _setting("lr", "SGD step size alpha derived from gamma and alpha0 (App. G.1).")
     eval_every = _setting("eval_every", "Steps between test evaluations.")
+    eval_at = _setting("eval_at", "Extra evaluation steps: None, \"log\" or \"1,3,10\" "
+                       "(``fastsd.schedules``).")
     n_test = _setting("n_test", "Fresh test pairs per evaluation.")
     init = _setting("init", "Initialisation, \"normal\" or \"truncated\".")
     backend = _setting("backend", "Backend the run used: \"numpy\", \"cpu\" or \"cuda\".")
@@ -398,8 +401,8 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
     check_fits(plan.needs)
     tasks, gammas, seed_seqs, M = plan.tasks, plan.gammas, plan.seed_seqs, len(plan.tasks)
     settings = plan.training
-    width, steps, batch_size, eval_every, n_test, init = (
-        settings[k] for k in ("width", "steps", "batch_size", "eval_every", "n_test", "init"))
+    width, steps, batch_size, n_test, init = (
+        settings[k] for k in ("width", "steps", "batch_size", "n_test", "init"))
     backend, module, dtype, paths = plan.backend, plan.module, plan.dtype, plan.paths
     alpha0s, scales, lrs, test_source = plan.alpha0s, plan.scales, plan.lrs, plan.test_source
     start = time.perf_counter()
@@ -408,8 +411,8 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
     noise = [t.training_noise(st["noise"]) for t, st in zip(tasks, streams)]
     engines = build_engines(module, tasks, paths, params0, scales, lrs, dtype,
                             (streams, noise) if batches == "device" else None)
-    hist = _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch_size,
-                  n_test, batches, progress)
+    hist = _train(engines, tasks, streams, noise, test_source, plan.evals, batch_size, n_test,
+                  batches, progress)
     wall = (time.perf_counter() - start) / M
 
     inits, finals = [None] * M, [None] * M
@@ -452,6 +455,8 @@ class Plan:
         Model k's task, gamma (a number) and seed sequence (or Generator).
     training : dict
         The settings ``fastsd.params.TRAINING`` declares, checked, with defaults.
+    evals : fastsd.schedules.Evaluations
+        The steps after which the models are evaluated.
     backend : str
     module : module
         The backend's engines (``FAMILY.load``).
@@ -468,6 +473,7 @@ class Plan:
     gammas: list
     seed_seqs: list
     training: dict
+    evals: Evaluations
     backend: str
     module: object
     dtype: str
@@ -486,6 +492,7 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
     training = TRAINING.complete(training, caller, others=_HOW)
     width, batch_size, n_test, alpha0 = (
         training[k] for k in ("width", "batch_size", "n_test", "alpha0"))
+    evals = Evaluations(training["steps"], training["eval_every"], training["eval_at"])
     check_choice("path", path, PATHS)
     check_choice("batches", batches, BATCHES)
     backend, module = FAMILY.load(backend)
@@ -514,7 +521,7 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
     test_source = _test_sources(tasks, seed_seqs)
     needs = _memory_needs(tasks, paths, test_source, M, width, batch_size, n_test,
                           np.dtype(dtype).itemsize, sizer)
-    return Plan(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, training=training,
+    return Plan(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, training=training, evals=evals,
                 backend=backend, module=module, dtype=dtype, paths=paths, alpha0s=alpha0s,
                 scales=scales, lrs=lrs, test_source=test_source, needs=needs)
 
@@ -607,12 +614,15 @@ def _models(task, gamma, seed):
     return tasks, gammas, seeds, sizer
 
 
-def _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch_size, n_test,
-           batches, progress):
-    """The SGD loop: chunks of ``eval_every`` steps, each followed by a test evaluation.
+def _train(engines, tasks, streams, noise, test_source, evals, batch_size, n_test, batches,
+           progress):
+    """The SGD loop: the steps up to each of ``evals`` (``fastsd.schedules.Evaluations``),
+    each followed by a test evaluation; its test sets come from the "test" stream at the
+    paper's evaluations (``evals.is_protocol``), from "scheduled_test" at the others.
 
     Returns the history, {name: (M, n_evaluations) array}.
     """
+    steps = evals.steps
     M = len(tasks)
     hist = {k: [] for k in ("step", "train_loss", "train_accuracy", "test_accuracy")}
     # spans of steps to the engines (fastsd._calls) within blocks of batches, so that what a
@@ -625,11 +635,12 @@ def _train(engines, tasks, streams, noise, test_source, steps, eval_every, batch
     with _progress.bar(progress, total=steps, unit="step",
                        desc=f"training {M} model(s)") as bar:
         t = 0
-        while t < steps:
-            n = min(eval_every, steps - t)
+        for at in evals:
+            n = at - t
             loss, acc = _run_steps(engines, tasks, noise, t, n, batch_size, batches, state, bar)
-            t += n
-            tests = [task.sample_test(n_test, st["test"]) if test_source[k] == k else None
+            t = at
+            stream = "test" if evals.is_protocol(t) else "scheduled_test"
+            tests = [task.sample_test(n_test, st[stream]) if test_source[k] == k else None
                      for k, (task, st) in enumerate(zip(tasks, streams))]
             tests = [tests[test_source[k]] for k in range(M)]
             test_acc = np.empty(M)

@@ -338,6 +338,7 @@ def _ensemble_seconds(group, backend, dtype, *, L, input_dim, inputs, entries=No
     else:
         path = "dense"
     return model.train_seconds(path, **sizes, steps=s["steps"], eval_every=s["eval_every"],
+                               eval_at=s.get("eval_at"),
                                n_test=s["n_test"], models=len(group),
                                sources=len({g["seed"] for g in group}), inputs=inputs,
                                extra_evals=1, entries=entries)
@@ -438,10 +439,13 @@ class LazyLimitPredictor(Predictor):
 
     Settings: d, L; ``method`` ("logistic_flow", the trained network's limit,
     by default; "regression"; "logistic_sgd"), ``pairs`` ("all" or a number
-    of sampled pairs), seeds, and the flow's steps and evaluations. The task's
-    symbols come from ``task_seed`` (default derived from (seed, L, d) as for
-    "mlp", so a lazy-limit cell and an "mlp" cell with the same seed, L and d
-    share their symbols).
+    of sampled pairs), seeds, and the flow's steps and evaluations (``eval_every``
+    and ``eval_at``). The task's symbols come from ``task_seed`` (default derived
+    from (seed, L, d) as for "mlp", so a lazy-limit cell and an "mlp" cell with the
+    same seed, L and d share their symbols). The record is ``LazyResult.to_record``'s,
+    the history of the evaluations included (as an "mlp" cell's), so that the
+    accuracy at any evaluated step can be read from a store
+    (``fastsd.figures.fig1e.lazy_scaling``'s ``at``).
     """
 
     name = "lazy_limit"
@@ -472,6 +476,7 @@ class LazyLimitPredictor(Predictor):
             return None
         return sum(costs.predicted_seconds(s["d"], s["L"], steps=s["steps"],
                                            eval_every=s["eval_every"], n_test=s["n_test"],
+                                           eval_at=s.get("eval_at"),
                                            dtype=s["dtype"])
                    for s in group)
 
@@ -502,9 +507,7 @@ class LazyLimitPredictor(Predictor):
         out = []
         for s in group:
             kw = {k: v for k, v in s.items() if k not in ("d", "L")}
-            rec = lazy_cell(s["d"], s["L"], backend=backend, **kw)
-            rec.pop("history", None)
-            out.append(rec)
+            out.append(lazy_cell(s["d"], s["L"], backend=backend, **kw))
         return out
 
 

@@ -6,8 +6,9 @@ import numpy as np
 from ..conventions import gamma_group, gamma_name
 
 
-def summarize(records, axis, columns="gamma"):
-    """Mean best test accuracy per (axis value, column), with the Eq. 3 prediction.
+def summarize(records, axis, columns="gamma", value="best_test_accuracy"):
+    """Mean best test accuracy (or ``value``) per (axis value, column), with the Eq. 3
+    prediction.
 
     Parameters
     ----------
@@ -20,6 +21,9 @@ def summarize(records, axis, columns="gamma"):
     columns : {"gamma", "d"}, default "gamma"
         The table's columns: gamma groups (gamma 0.0 for the lazy
         1e-5/sqrt(d)), or d (the heatmaps of Fig. 1b/1e).
+    value : str, default "best_test_accuracy"
+        The record field averaged (Fig. 1e: the paper's reading,
+        ``fastsd.figures.fig1e.PROTOCOL``).
 
     Returns
     -------
@@ -48,17 +52,17 @@ def summarize(records, axis, columns="gamma"):
     acc = defaultdict(list)
     Ls = defaultdict(set)
     for r in records:
-        acc[r[axis], column_of(r)].append(r["best_test_accuracy"])
+        acc[r[axis], column_of(r)].append(r[value])
         Ls[r[axis]].add(r["L"])
     groups = sorted({g for _, g in acc})
     rows = []
-    for value in sorted(Ls):
-        L = Ls[value].pop() if len(Ls[value]) == 1 else None
+    for at in sorted(Ls):
+        L = Ls[at].pop() if len(Ls[at]) == 1 else None
         eq3 = None if L is None else float(rich_test_accuracy(L))
-        row = {axis: value, "L": L, "eq3": eq3,
+        row = {axis: at, "L": L, "eq3": eq3,
                "mean": {}, "std": {}, "n": {}}
         for g in groups:
-            a = acc.get((value, g))
+            a = acc.get((at, g))
             if a:
                 name = name_of(g)
                 row["mean"][name] = float(np.mean(a))
