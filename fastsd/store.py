@@ -335,7 +335,7 @@ class ResultStore:
                     continue
                 records.append((number, record) if lines else record)
         if skipped:
-            warnings.warn(f"{self.path}: {skipped_lines(skipped)} skipped, not records",
+            warnings.warn(f"{self.path}: skipped, not records: {skipped_lines(skipped)}",
                           RuntimeWarning, stacklevel=2)
         return records
 
@@ -365,14 +365,15 @@ def _finite_float(text):
 
 
 def skipped_lines(skipped, shown=3):
-    """"line 4" or "lines 4, 7, 9" and why, the first ``shown`` reasons: for one warning.
+    """Which lines and why, for one warning: "line 4: why", "line 4: why; line 7: why", or,
+    beyond ``shown`` lines, "lines 4, 7, 9, 12 (line 4: why; ...; ...)".
 
     ``skipped`` is a list of (line number, reason).
     """
-    numbers = ", ".join(str(n) for n, _ in skipped)
     why = "; ".join(f"line {n}: {reason}" for n, reason in skipped[:shown])
-    more = "; ..." if len(skipped) > shown else ""
-    return f"{'line' if len(skipped) == 1 else 'lines'} {numbers} ({why}{more})"
+    if len(skipped) <= shown:
+        return why
+    return f"lines {', '.join(str(n) for n, _ in skipped)} ({why}; ...)"
 
 
 def _acquire(lock_path, store_path):

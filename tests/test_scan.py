@@ -572,7 +572,7 @@ def test_damaged_records_are_named_skipped_and_computed_again(tmp_path):
     path.write_text("\n".join(damaged + [lines[2]]) + "\n")
     with pytest.warns(RuntimeWarning, match=r"s.jsonl: skipping 3 record\(s\) that are no "
                                             r"'theory' cell, to compute their cells again: "
-                                            r"lines 1, 2, 3 \(line 1: no `key`; line 2: "):
+                                            r"line 1: no `key`; line 2: "):
         plan_ = fastsd.scan.plan(grid, "theory", path, "serial")
     assert plan_.remaining == 2                     # L = 2 and 3 again; L = 4 is kept
     with pytest.warns(RuntimeWarning, match="line 2: `test_accuracy` is 'high', not a number; "
@@ -605,8 +605,9 @@ def test_a_number_that_is_not_finite_is_damage_named_and_computed_again(tmp_path
                             f'"test_accuracy": {token}')
     assert damaged != first
     path.write_text(damaged + "\n" + second + "\n")
-    with pytest.warns(RuntimeWarning, match=rf"s.jsonl: line 1 \(line 1: holds {token}, not "
-                                            r"a finite number \(fastsd writes null there\)\)"):
+    with pytest.warns(RuntimeWarning, match=rf"s.jsonl: skipped, not records: line 1: holds "
+                                            rf"{token}, not a finite number \(fastsd writes "
+                                            r"null there\)$"):
         assert fastsd.scan.plan(grid, "theory", path, "serial").remaining == 1
     with pytest.warns(RuntimeWarning, match=rf"holds {token}"):
         written = run(grid, "theory", path, "serial", progress=False)
@@ -632,11 +633,11 @@ def test_a_key_apart_from_its_settings_is_damage_and_a_conflicting_repeat_is_nam
         records = cell_records(fastsd.store.ResultStore(path), PREDICTORS["theory"])
     messages = [str(w.message) for w in caught]
     assert len(messages) == 2
-    assert re.search(r"skipping 1 record\(s\).*line 1 \(line 1: `key` 'L=3' is not its "
-                     r"settings' \('L=2'\)\)", messages[0]), messages[0]
+    assert re.search(r"skipping 1 record\(s\).*again: line 1: `key` 'L=3' is not its "
+                     r"settings' \('L=2'\)$", messages[0]), messages[0]
     assert re.search(r"1 record\(s\) repeat a cell stored before with other numbers .* the "
-                     r"first record of each cell is used: line 4 \(line 4: `test_accuracy` "
-                     r"0.5 against 0.\d+ on line 2, kept\)", messages[1]), messages[1]
+                     r"first record of each cell is used: line 4: `test_accuracy` "
+                     r"0.5 against 0.\d+ on line 2, kept$", messages[1]), messages[1]
     assert [r["key"] for r in records] == [r3["key"]] and records[0] == r3
     with pytest.warns(RuntimeWarning):
         assert fastsd.scan.plan(grid, "theory", path, "serial").remaining == 1   # L = 2
