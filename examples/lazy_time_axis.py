@@ -19,7 +19,8 @@ missing). Then, per model, L*(d, t) where the mean accuracy over seeds first rea
 ``--level`` (``fastsd.figures.fig1e.lazy_scaling`` with ``at=t``) at each reading time
 t, at "best" (the best over the schedule) and "protocol" (the best over the paper's
 evaluations of the same runs), with the power-law and affine fits of L*(d) and their
-bootstrap intervals over the seeds.
+bootstrap intervals over the seeds; with networks and the limit, each width's L*(d, t)
+over the limit's on the same cells.
 
     python examples/lazy_time_axis.py --quick                  # d = 16, 32; about 1 min
     python examples/lazy_time_axis.py --ds 64 128 256 512      # the README's table
@@ -143,14 +144,22 @@ def main(argv=None):
         run_many(parts, "serial", progress=not args.json)
     wall = time.perf_counter() - start
     models = {}
-    for grid, name, store in parts:
+    for grid, name, store in parts:     # this run's cells (a store may hold more seeds or L)
         key = "limit" if name == "lazy_limit" else f"m={grid.fixed['width']}"
-        models.setdefault(key, []).extend(cell_records(ResultStore(store),
-                                                       get_predictor(name)))
+        Ls, seeds = set(grid.axes["L"]), set(args.seeds)
+        models.setdefault(key, []).extend(
+            r for r in cell_records(ResultStore(store), get_predictor(name))
+            if r["L"] in Ls and r["seed"] in seeds)
     result = {k: table(v, TIMES, args.level, args.n_boot) for k, v in models.items()}
+    ratios = {k: {at: {d: s["L_star"][d] / result["limit"][at]["L_star"][d]
+                       for d in s["L_star"] if d in result["limit"][at]["L_star"]}
+                  for at, s in rows.items() if at in result["limit"]}
+              for k, rows in result.items() if k != "limit" and "limit" in result}
     if args.json:
-        print(json.dumps({k: {str(at): s for at, s in v.items()} for k, v in result.items()},
-                         default=str))
+        print(json.dumps({"L_star": {k: {str(at): s for at, s in v.items()}
+                                     for k, v in result.items()},
+                          "ratio_to_limit": {k: {str(at): s for at, s in v.items()}
+                                             for k, v in ratios.items()}}, default=str))
         return
     print(f"scans: {wall:.0f} s ({sum(len(g) for g, _, _ in parts)} cells, "
           f"{args.workers} worker(s))")
@@ -160,6 +169,13 @@ def main(argv=None):
         print(f"{'t':>9} " + " ".join(f"{'d=' + str(d):>8}" for d in args.ds) + "  fits")
         for at, s in rows.items():
             print(f"{at!s:>9} " + fmt(s, args.ds))
+    for key, rows in ratios.items():
+        print(f"\nL*(d, t) of the {key} over the limit's (same symbols, seeds and L; '-': "
+              f"either has no crossing inside the grid)")
+        print(f"{'t':>9} " + " ".join(f"{'d=' + str(d):>8}" for d in args.ds))
+        for at, r in rows.items():
+            print(f"{at!s:>9} " + " ".join(f"{r[d]:>8.2f}" if d in r else f"{'-':>8}"
+                                           for d in args.ds))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ def test_the_time_axis_example_stores_the_limit_and_reads_L_star_at_each_time(tm
             "--L-max", "2", "--n-test", "128", "--n-boot", "0", "--workers", "1",
             "--out", str(tmp_path), "--json"]
     ex.main(argv)
-    rows = json.loads(capsys.readouterr().out)["limit"]
+    rows = json.loads(capsys.readouterr().out)["L_star"]["limit"]
     assert list(rows) == ["1", "3", "10", "30", "best", "protocol"]
     stored = sorted(p.name for p in tmp_path.glob("*.jsonl"))
     assert stored == ["limit-d16.jsonl", "limit-d8.jsonl"]
@@ -30,6 +30,15 @@ def test_the_time_axis_example_stores_the_limit_and_reads_L_star_at_each_time(tm
     assert json.loads(lines[0])["history"]["step"] == [1, 2, 3, 5, 10, 20, 30, 50]
     ex.main(argv)                                   # a rerun computes nothing
     assert (tmp_path / "limit-d8.jsonl").read_text().splitlines() == lines
+    capsys.readouterr()
+    # networks beside it: their L* over the limit's, cell by cell on the same symbols
+    ex.main(argv[:-1] + ["--widths", "64", "--ds", "8", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["L_star"]) == {"limit", "m=64"}
+    for at, ratio in out["ratio_to_limit"]["m=64"].items():
+        for d, r in ratio.items():
+            assert r == pytest.approx(out["L_star"]["m=64"][at]["L_star"][d]
+                                      / out["L_star"]["limit"][at]["L_star"][d])
 
 
 @pytest.mark.parametrize("name, argv, message", [

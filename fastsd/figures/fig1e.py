@@ -15,7 +15,12 @@ of width 4096 and the limit cross 0.75 at nearly the same L at d = 64-128), whil
 d^2 bounds the number of training pairs, L^2 here. Near L* the best of the evaluations is
 the first (step 1000): both models lose test accuracy as they fit the training pairs, and
 the limit's early-time classifier generalizes from a few symbols at any d, so L*(d) depends
-on when the history is first evaluated. The finite part is long on a CPU
+on when the history is first evaluated. Both parts therefore also evaluate at 1, 2, 3, 5,
+10, ... steps (``eval_at="log"``, ``fastsd.schedules``; the heatmaps keep the paper's
+reading, the best of the evaluations every 1000 steps), and a third panel draws L*(d)
+against the reading time t for the limit and the networks, the paper's step 1000 marked
+(``scaling_in_time``; the table beside it has L*(d, t) and its fits at every t). The
+finite part is long on a CPU
 (``fastsd reproduce fig1e --dry-run`` predicts both parts on this machine;
 ``--workers`` / ``--dask`` / ``--cluster`` spread it; every cell is stored as it
 finishes, and a rerun computes only the missing ones).
@@ -26,7 +31,8 @@ from .._validation import check_int
 from ..presets import Preset
 from ..scan import Grid
 
-HELP = "lazy networks (m = 4096) and the exact lazy limit over d x L, with L*(d) fitted"
+HELP = ("lazy networks (m = 4096) and the exact lazy limit over d x L, with L*(d) fitted, and "
+        "L*(d) against the time the accuracy is read")
 QUICK_WALL_TIME = "206 s"
 
 
