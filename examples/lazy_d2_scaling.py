@@ -93,6 +93,9 @@ def search(d, width, grid, seeds, level, steps, out, done, dtype="float64"):
 
 def describe(name, records, level, steps):
     """Print L*(d) and its two fits for one kind of model."""
+    if not records:
+        print(f"\n{name}: no cells")
+        return
     out = lazy_scaling(records, level=level)
     print(f"\n{name}: L* at best test accuracy {level} ({steps} steps):")
     for d, L in out["L_star"].items():

@@ -1,5 +1,5 @@
 """L*(d) along the lazy regime's time axis: the limit and lazy networks read at every step
-of a log schedule (issue 44).
+of a log schedule.
 
 The paper reads Fig. 1e's accuracy as the best of evaluations every 1000 steps. This
 script reads it at t = 1, 2, 3, 5, 10, 20, ... steps (``eval_at="log"``,
@@ -109,22 +109,31 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="d = 16, 32, L up to 2 d, 300 steps")
-    p.add_argument("--ds", type=int, nargs="+", default=[64, 128, 256, 512])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--ds", type=int, nargs="+", default=[64, 128, 256, 512],
+                   help="symbol dimensions d (default 64 128 256 512)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="seeds: the symbols, test sets and networks of each (default 0 1 2)")
     p.add_argument("--steps", type=int, default=1000, help="SGD steps of time (default 1000)")
-    p.add_argument("--eval-every", type=int, default=1000)
-    p.add_argument("--n-test", type=int, default=1024)
-    p.add_argument("--L-max", type=float, default=2.5, help="largest L, in units of d")
-    p.add_argument("--L-stride", type=int, default=2, help="every k-th point of the lattice")
+    p.add_argument("--eval-every", type=int, default=1000,
+                   help="steps between the paper's evaluations (default 1000)")
+    p.add_argument("--n-test", type=int, default=1024,
+                   help="fresh test pairs an evaluation (default 1024)")
+    p.add_argument("--L-max", type=float, default=2.5,
+                   help="largest L, in units of d (default 2.5)")
+    p.add_argument("--L-stride", type=int, default=2,
+                   help="every k-th point of the paper's lattice of L (default 2)")
     p.add_argument("--widths", type=int, nargs="*", default=[], help="lazy networks' widths m")
     p.add_argument("--network-L", type=int, nargs="*", help="the networks' L (default: the "
                    "limit's)")
     p.add_argument("--no-limit", action="store_true", help="networks only")
-    p.add_argument("--level", type=float, default=0.75)
-    p.add_argument("--n-boot", type=int, default=2000)
+    p.add_argument("--level", type=float, default=0.75,
+                   help="the accuracy that defines L* (default 0.75)")
+    p.add_argument("--n-boot", type=int, default=2000,
+                   help="bootstrap replicates of the fits' intervals (default 2000; 0: none)")
     p.add_argument("--workers", type=int, default=2, help="local worker processes (1: this "
                    "process)")
-    p.add_argument("--out", default="lazy-time")
+    p.add_argument("--out", default="lazy-time",
+                   help="folder of the stores, one per model and d (default lazy-time)")
     p.add_argument("--json", action="store_true", help="print the tables as JSON")
     args = p.parse_args(argv)
     check(p, args)

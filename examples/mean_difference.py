@@ -1,4 +1,4 @@
-"""The kernel mean-difference classifier against its theory, over L and d (issue 44).
+"""The kernel mean-difference classifier against its theory, over L and d.
 
 The lazy limit's flow starts along the classifier sign(mean of K(x, .) over the same
 training pairs - mean over the different ones) (``lazy_limit(method="mean_difference")``).
@@ -39,11 +39,14 @@ def cell(d, L, seed, n_test):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="d = 64, 256; L = 4, 16; 2 seeds")
-    p.add_argument("--ds", type=int, nargs="+", default=[64, 256, 1024])
-    p.add_argument("--Ls", type=int, nargs="+", default=[4, 8, 16, 32, 64])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--ds", type=int, nargs="+", default=[64, 256, 1024],
+                   help="symbol dimensions d (default 64 256 1024)")
+    p.add_argument("--Ls", type=int, nargs="+", default=[4, 8, 16, 32, 64],
+                   help="training symbols L, >= 3 (default 4 8 16 32 64)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                   help="seeds of the symbols and test pairs (default 0 1 2)")
     p.add_argument("--n-test", type=int, default=4000, help="fresh test pairs a cell")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = p.parse_args(argv)
     for name, values, lo in (("ds", args.ds, 1), ("Ls", args.Ls, 3), ("seeds", args.seeds, 0),
                              ("n-test", [args.n_test], 2)):
@@ -70,11 +73,14 @@ def main(argv=None):
         return
     print(f"kernel mean-difference classifier (NTK), {args.n_test} test pairs a cell, seeds "
           f"{args.seeds}; {time.perf_counter() - start:.0f} s")
-    print(f"{'L':>4} {'d':>5} {'measured':>14} {'same':>6} {'diff':>6} {'theory(tasks)':>13} "
+    print("measured: mean +- sd over seeds, and its same and different pairs; theory (tasks): "
+          "for each seed's symbols, mean; theory: averaged over tasks, and its same and "
+          "different pairs")
+    print(f"{'L':>4} {'d':>5} {'measured':>14} {'same':>6} {'diff':>6} {'theory (tasks)':>14} "
           f"{'theory':>7} {'same':>6} {'diff':>6}")
     for r in rows:
         print(f"{r['L']:>4} {r['d']:>5} {r['measured']:>7.3f} +- {r['measured_sd']:.3f} "
-              f"{r['same']:>6.3f} {r['different']:>6.3f} {r['theory_tasks']:>13.3f} "
+              f"{r['same']:>6.3f} {r['different']:>6.3f} {r['theory_tasks']:>14.3f} "
               f"{r['theory']:>7.3f} {r['theory_same']:>6.3f} {r['theory_different']:>6.3f}")
 
 

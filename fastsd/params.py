@@ -26,7 +26,7 @@ import numpy as np
 from ._dispatch import BACKENDS
 from ._validation import check_batch_size, check_choice, check_float, check_int, fail
 from .conventions import is_lazy
-from .schedules import check_eval_at
+from .schedules import Evaluations, check_eval_at
 
 #: The default of a setting that must be given.
 REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
@@ -267,8 +267,13 @@ class Spec(dict):
         return tuple(n for n, p in self.items() if p.required)
 
     def check(self, settings):
-        """Return ``settings`` with each declared one validated (others left as they are)."""
-        return {k: self[k].check(v) if k in self else v for k, v in settings.items()}
+        """Return ``settings`` with each declared one validated (others left as they are),
+        and an evaluation schedule checked against the steps (``eval_at`` beyond ``steps``
+        is refused here, before anything runs)."""
+        out = {k: self[k].check(v) if k in self else v for k, v in settings.items()}
+        if out.get("eval_at") is not None and {"steps", "eval_every"} <= set(out):
+            Evaluations(out["steps"], out["eval_every"], out["eval_at"])
+        return out
 
     def keyed(self, settings):
         """What a scan cell's key names of ``settings``: those in ``always_keyed``, the
@@ -351,9 +356,12 @@ BACKEND = Param("backend", "choice", "where to run: numpy (the float64 reference
 
 _EVAL_AT_DOC = ("Extra evaluation steps besides every ``eval_every`` (``fastsd.schedules``): "
                 "None (the paper's protocol), \"log\" (1, 2, 3, 5, 10, 20, 30, 50, ... up to "
-                "``steps``) or steps >= 1 (a sequence or \"1,3,10\"), recorded as their text. "
-                "Their test sets come from a stream of their own, so the evaluations every "
-                "``eval_every`` steps draw the test sets they draw without them.")
+                "``steps``) or steps from 1 to ``steps`` (an integer, a sequence or "
+                "\"1,3,10\"), recorded as their text. Their test sets come from a stream of "
+                "their own, so the evaluations every ``eval_every`` steps draw the test sets "
+                "they draw without them; the best test accuracy is then the best over all "
+                "evaluations (``fastsd.schedules.protocol_best`` reads the paper's), and the "
+                "training loss of an evaluation is the mean since the one before it.")
 
 #: The settings of training that the models of an ensemble share (``fastsd.train_ensemble``'s
 #: keywords besides where and how it runs). A setting added here reaches ``fastsd.train``,

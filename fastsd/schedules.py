@@ -42,10 +42,10 @@ def check_eval_at(value, name="eval_at"):
 
     Parameters
     ----------
-    value : None, "log", str or sequence of int
+    value : None, "log", str, int or sequence of int
         None: no steps besides every ``eval_every``. "log": ``log_steps``.
-        Explicit steps as a sequence of integers >= 1 or as their comma-separated
-        text ("1,3,10", as ``--eval-at`` takes them).
+        Explicit steps: an integer >= 1, a 1-d sequence of them, or their
+        comma-separated text ("1,3,10", as ``--eval-at`` takes them).
     name : str
         The parameter's name in messages.
 
@@ -61,7 +61,7 @@ def check_eval_at(value, name="eval_at"):
         For an empty schedule, a step < 1, or a text that is neither "log" nor integers
         separated by commas.
     TypeError
-        For a value of another type (a float step, a set, a dict, ...).
+        For a value of another type (a float step, a set, a dict, a 2-d array, ...).
     """
     valid = "'log', or steps >= 1 as integers or their comma-separated text (e.g. '1,3,10')"
     if value is None:
@@ -73,15 +73,19 @@ def check_eval_at(value, name="eval_at"):
             steps = [int(part) for part in value.split(",")]
         except ValueError:
             raise ValueError(f"`{name}` must be {valid}; got {value!r}.") from None
+    elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        steps = [value]
     elif isinstance(value, (list, tuple, range, np.ndarray)):
-        steps = list(np.asarray(value).ravel()) if isinstance(value, np.ndarray) else list(value)
+        if isinstance(value, np.ndarray) and value.ndim != 1:
+            raise TypeError(f"`{name}` must be {valid}; got an array of shape {value.shape}.")
+        steps = list(value)
         for s in steps:
             if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral):
-                raise TypeError(f"`{name}` must be {valid}; got {s!r} ({type(s).__name__}) "
-                                f"in {value!r:.80}.")
+                raise TypeError(f"`{name}` must be {valid}; got {s!r} (of type "
+                                f"{type(s).__name__}) in {value!r:.80}.")
     else:
-        raise TypeError(f"`{name}` must be {valid}; got a {type(value).__name__}: "
-                        f"{value!r:.80}.")
+        raise TypeError(f"`{name}` must be {valid}; got {value!r:.80} (of type "
+                        f"{type(value).__name__}).")
     if not steps:
         raise ValueError(f"`{name}` must name at least one step ({valid}); got {value!r}.")
     if min(steps) < 1:
@@ -197,7 +201,9 @@ def accuracy_at(record, at="best"):
     ------
     ValueError
         For a step the record did not evaluate (its steps named: run it with an
-        ``eval_at`` that holds the step), or ``at`` of another kind.
+        ``eval_at`` that holds the step).
+    TypeError
+        For ``at`` other than "best", "protocol" or an integer.
     """
     if isinstance(at, str) and at == "best":
         return float(record["best_test_accuracy"])
@@ -207,9 +213,11 @@ def accuracy_at(record, at="best"):
         raise TypeError(f"`at` must be 'best', 'protocol' or a step (an integer); got {at!r}.")
     steps = list(record["history"]["step"])
     if at not in steps:
-        raise ValueError(f"`at` must be a step the record evaluated; step {at} is not one of "
-                         f"d={record.get('d')}, L={record.get('L')}'s ({_some(steps)}): run "
-                         f"it with an `eval_at` that holds it, e.g. eval_at='log'.")
+        raise ValueError(f"`at` must be a step the record evaluated; step {at} is not among "
+                         f"the steps of the record of d={record.get('d')}, L={record.get('L')}, "
+                         f"seed={record.get('seed')} (eval_at={record.get('eval_at')!r}: "
+                         f"{_some(steps)}): run it with an `eval_at` that holds the step, e.g. "
+                         f"eval_at='log'.")
     return float(record["history"]["test_accuracy"][steps.index(at)])
 
 

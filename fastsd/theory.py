@@ -269,9 +269,10 @@ def mean_difference_accuracy(L, symbols=None, kernel="ntk"):
         Training symbols, >= 3 (at L = 2 the sample statistics have one degree of
         freedom; the formula holds, but the expansion's neglected terms are large).
     symbols : array_like, shape (L, d), optional
-        The training symbols: theta from their norms (the accuracy of this task's
-        classifier). None: averaged over tasks with z ~ N(0, I/d), (L - 1) s_n^2 / 2
-        ~ chi^2_{L-1} (256 quantiles).
+        The training symbols: theta from their norms relative to their mean square norm
+        (the accuracy of this task's classifier; the classifier's sign does not change
+        when all symbols are scaled, and neither does this). None: averaged over tasks
+        with z ~ N(0, I/d), (L - 1) s_n^2 / 2 ~ chi^2_{L-1} (256 quantiles).
     kernel : {"ntk", "nngp"}, default "ntk"
 
     Returns
@@ -284,8 +285,10 @@ def mean_difference_accuracy(L, symbols=None, kernel="ntk"):
     Raises
     ------
     ValueError
-        For L < 3 or not whole, symbols of another number of rows, non-finite symbols,
-        or an unknown kernel.
+        For L < 3, symbols of another number of rows, without columns, non-finite or
+        with a zero row, or an unknown kernel.
+    TypeError
+        For an L that is not an integer.
     """
     from scipy import stats
 
@@ -299,7 +302,12 @@ def mean_difference_accuracy(L, symbols=None, kernel="ntk"):
         thetas = 2.0 * stats.chi2.ppf(q, k) / k / (32.0 * r)
     else:
         z = check_array("symbols", symbols, shape=(L, None))
-        n = np.sqrt(z.shape[1]) * (np.einsum("ij,ij->i", z, z) - 1.0)
+        norms = np.einsum("ij,ij->i", z, z)
+        if z.shape[1] == 0 or not norms.all():
+            raise ValueError(f"`symbols` must have d >= 1 columns and no row of zeros; got "
+                             f"shape {z.shape}" + ("" if z.shape[1] == 0 else
+                                                   f", row {int(np.argmin(norms))} zero") + ".")
+        n = np.sqrt(z.shape[1]) * (norms / norms.mean() - 1.0)
         thetas = np.array([np.var(n, ddof=1) / (32.0 * r)])
     same = stats.chi2.sf(k * thetas, k)
     # s_uv (L - 1) = sum of k products g_j h_j: given |h|^2 = R ~ chi^2_k it is N(0, R), so

@@ -223,8 +223,19 @@ def test_L_star_is_read_at_each_evaluated_step():
     # the protocol reads steps 1000 and 2000, the best every step: here the earliest
     assert rows["protocol"]["L_star"] == rows[1000]["L_star"]
     assert rows["best"]["L_star"] == rows[1]["L_star"]
-    with pytest.raises(ValueError, match="step 7 is not one of d=64, L=2's"):
+    with pytest.raises(ValueError, match="step 7 is not among the steps of the record of "
+                                         "d=64, L=2, seed=0 .eval_at='log': 1, 2, 3, 5, 10"):
         lazy_scaling(recs, at=7)
+    # records of two runs are not seeds of one
+    other = [dict(r, eval_at="1,3") for r in recs[:3]]
+    with pytest.raises(ValueError, match="`records` must share one `eval_at`"):
+        lazy_scaling(recs + other)
+    with pytest.raises(ValueError, match=r"`level` must be an accuracy in \(0, 1\); got 1.5"):
+        lazy_scaling(recs, level=1.5)
+    with pytest.raises(ValueError, match="`records` must hold at least one record"):
+        scaling_in_time([])
+    with pytest.raises(TypeError, match="`at` must be 'best', 'protocol' or a step"):
+        lazy_scaling(recs, at="worst")
 
 
 def test_the_report_draws_and_tabulates_the_time_panel(tmp_path):

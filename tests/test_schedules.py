@@ -23,6 +23,7 @@ def test_log_steps_are_one_two_three_five_a_decade():
 
 @given(st.lists(st.integers(1, 10_000), min_size=1, max_size=20))
 def test_one_text_for_one_schedule(steps):
+    assert check_eval_at(steps[0]) == str(steps[0])           # one step alone
     text = check_eval_at(steps)
     assert [int(s) for s in text.split(",")] == sorted(set(steps))
     assert check_eval_at(text) == text == check_eval_at(tuple(reversed(steps)))
@@ -32,9 +33,11 @@ def test_one_text_for_one_schedule(steps):
 @pytest.mark.parametrize("value, exc, words", [
     ("x", ValueError, "'log', or steps"), ("0,3", ValueError, "steps >= 1; got 0"),
     ([], ValueError, "at least one step"), ("", ValueError, "got ''"),
-    (1.5, TypeError, "got a float"), ([1.5], TypeError, "got 1.5"),
-    ([True], TypeError, "got True"), ({1, 2}, TypeError, "got a set"),
-    ("1,,3", ValueError, "'1,,3'")])
+    (1.5, TypeError, "got 1.5 (of type float)"), ([1.5], TypeError, "got 1.5"),
+    ([True], TypeError, "got True"), ({1, 2}, TypeError, "got {1, 2} (of type set)"),
+    ("1,,3", ValueError, "'1,,3'"), (0, ValueError, "steps >= 1; got 0"),
+    (True, TypeError, "got True (of type bool)"),
+    (np.array([[1, 2]]), TypeError, "an array of shape (1, 2)")])
 def test_bad_schedules_are_named(value, exc, words):
     with pytest.raises(exc, match="`eval_at`") as e:
         check_eval_at(value)
@@ -119,3 +122,24 @@ def test_a_schedule_reads_the_limits_flow_where_a_shorter_flow_ends():
         short = lazy_limit(task, steps=t, eval_every=t, **kw)
         got = sched.history["train_loss"][sched.history["step"].index(t)]
         assert got == pytest.approx(short.history["train_loss"][-1], rel=1e-7)
+
+
+@pytest.mark.parametrize("method", ["mean_difference", "regression"])
+def test_a_schedule_is_refused_where_nothing_would_read_it(method):
+    task = SameDifferent(d=8, L=4, seed=0)
+    with pytest.raises(ValueError, match=f"`eval_at` must be None with method '{method}', "
+                                         f"which is read once"):
+        lazy_limit(task, method, eval_at="log", n_test=16)
+
+
+@pytest.mark.parametrize("predictor, settings", [
+    ("mlp", dict(d=8, L=[2, 3], gamma=1.0, seed=0, width=4, steps=20, eval_at="5,50")),
+    ("lazy_limit", dict(d=8, L=[2, 3], seed=0, steps=20, eval_at="5,50")),
+    ("lazy_limit", dict(d=8, L=[2, 3], seed=0, method="mean_difference", eval_at="log"))])
+def test_a_scan_refuses_a_schedule_before_it_runs(predictor, settings, tmp_path):
+    from fastsd.scan import Grid, run
+
+    store = tmp_path / "s.jsonl"
+    with pytest.raises(ValueError, match="`eval_at` must"):
+        run(Grid(**settings), predictor, store, "serial", progress=False)
+    assert not store.exists()

@@ -25,6 +25,8 @@ finite part is long on a CPU
 ``--workers`` / ``--dask`` / ``--cluster`` spread it; every cell is stored as it
 finishes, and a rerun computes only the missing ones).
 """
+import json
+
 import numpy as np
 
 from .._validation import check_int
@@ -89,6 +91,32 @@ QUICK = Preset(
 #: Bootstrap replicates of the exponent's confidence interval; of each reading time's
 #: (the time panel's table).
 N_BOOT, N_BOOT_TIME = 2000, 500
+#: The settings the records of one L*(d) must share: its cells differ in d, L and seed only
+#: (the lazy gamma is 1e-5/sqrt(d), so it differs with d).
+SHARED = ("method", "kernel", "pairs", "steps", "eval_every", "eval_at", "alpha0", "n_test",
+          "dtype", "width", "batch_size", "sigma2", "root_d", "init")
+
+
+def check_records(records, level):
+    """Refuse what ``lazy_scaling`` would read wrongly: no records, records of different
+    runs pooled as if they were seeds (``SHARED``), a level outside (0, 1).
+
+    Raises
+    ------
+    ValueError
+        Naming the setting and two of its values.
+    """
+    if not records:
+        raise ValueError("`records` must hold at least one record (d, L and the accuracies "
+                         "of a d x L grid); got none.")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"`level` must be an accuracy in (0, 1); got {level!r}.")
+    for name in SHARED:
+        values = {json.dumps(r.get(name), sort_keys=True, default=str) for r in records}
+        if len(values) > 1:
+            a, b = sorted(values)[:2]
+            raise ValueError(f"`records` must share one `{name}` (they are pooled over seeds "
+                             f"for each d and L); got {a} and {b}: pass one run's records.")
 
 
 def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0, at="best"):
@@ -124,6 +152,15 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0, at="best"):
         the replicates cross at 2 d or more); ``affine``, None or {"slope",
         "intercept", "slope_se", "slope_ci", "intercept_ci"} of L* = a d + c
         (the same rules for its intervals); and ``n_boot``.
+
+    Raises
+    ------
+    ValueError
+        For no records, records of different runs (``check_records``: another
+        method, steps, schedule, width, ...), a level outside (0, 1), or a step
+        ``at`` that a record did not evaluate.
+    TypeError
+        For ``at`` of another kind.
     """
     from collections import defaultdict
 
@@ -131,6 +168,7 @@ def lazy_scaling(records, level=0.75, n_boot=N_BOOT, seed=0, at="best"):
 
     from ..schedules import accuracy_at
 
+    check_records(records, level)
     acc = defaultdict(lambda: defaultdict(list))
     for r in records:
         acc[r["d"]][r["L"]].append(accuracy_at(r, at))
@@ -248,16 +286,22 @@ def scaling_in_time(records, level=0.75, n_boot=N_BOOT_TIME):
     -------
     dict
         Keys the steps (int), then "best" and "protocol".
+
+    Raises
+    ------
+    ValueError
+        As ``lazy_scaling`` (``check_records``).
     """
+    check_records(records, level)
     return {at: lazy_scaling(records, level=level, n_boot=n_boot, at=at)
             for at in [*reading_times(records), "best", "protocol"]}
 
 
-def _time_table(name, rows, ds):
+def _time_table(name, rows, ds, eval_every):
     """The text of one model's L*(d, t): a row a reading, L* per d, then the fits."""
     lines = [f"L*(d) of the {name} against the reading time t (SGD steps; accuracy "
              f"{next(iter(rows.values()))['level']}); 'best': over all evaluations, "
-             f"'protocol': over the paper's (every 1000 steps)",
+             f"'protocol': over the paper's (every {eval_every} steps)",
              f"{'t':>9} " + " ".join(f"{'d=' + str(d):>7}" for d in ds) + "  fit"]
     for at, sc in rows.items():
         cells = " ".join(f"{sc['L_star'][d]:>7.1f}" if d in sc["L_star"] else f"{'-':>7}"
@@ -337,7 +381,8 @@ def report(preset, records, prefix):
     in_time = {name: scaling_in_time(recs) for name, recs, *_ in panels}
     ds = sorted({r["d"] for r in limit} | {r["d"] for r in finite})
     for name, rows in in_time.items():
-        text += _time_table("limit" if name == "limit" else "lazy networks", rows, ds)
+        text += _time_table("limit" if name == "limit" else "lazy networks", rows, ds,
+                            limit[0]["eval_every"])
         text.append("")
     figures += _time_figure(in_time, f"{prefix}-time", f"{preset.title}: L*(d) against "
                             f"the time the accuracy is read", limit[0]["eval_every"])

@@ -173,6 +173,21 @@ class LazyResult:
 ONE_READING = ("regression", "mean_difference")
 
 
+def check_schedule(method, eval_at):
+    """Refuse an evaluation schedule for a method read once (``ONE_READING``), which would
+    ignore it.
+
+    Raises
+    ------
+    ValueError
+        Naming ``eval_at``, the methods that take it and the method given.
+    """
+    if eval_at is not None and method in ONE_READING:
+        raise ValueError(f"`eval_at` must be None with method {method!r}, which is read once "
+                         f"(no time axis); the flows 'logistic_flow' and 'logistic_sgd' take "
+                         f"a schedule; got eval_at={eval_at!r}.")
+
+
 @_threads.computing
 def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=None, n_test=1024,
                test_x=None, ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None,
@@ -331,6 +346,7 @@ default "logistic_flow"
     c = LAZY_LIMIT.check(dict(n_test=n_test, ridge=ridge, steps=steps, eval_every=eval_every,
                               eval_at=eval_at, alpha0=alpha0))
     n_test, ridge, steps, eval_every, eval_at, alpha0 = c.values()
+    check_schedule(method, eval_at)
     evals = Evaluations(steps, eval_every, eval_at)
     tol = check_float("tol", tol, positive=True)
     if kernel_tol is not None:
@@ -359,7 +375,8 @@ default "logistic_flow"
     maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
     size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
                      kernel_tol=kernel_tol, method=method, d=task.symbols.shape[1], dtype=dtype)
-    if method == "mean_difference" and solver == "auto" and P <= CG_MAX_PAIRS:
+    if method == "mean_difference" and solver == "auto" and dtype == "float64" \
+            and P <= CG_MAX_PAIRS:
         solver = "cg"       # matrix-free: the test logits are its only products
     solver_cls = choose_solver(solver, size)
     check_fits(memory_needs(L, task.input_dim, method, pairs, P, n_test, test_x,

@@ -690,8 +690,8 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
     f(x) = (1/(gamma sqrt(d))) sum_i a_i relu(w_i . x) (Eq. 1, App. F), trained
     with plain SGD at alpha = gamma^2 d alpha0 (gamma <= 1) or
     gamma sqrt(d) alpha0 (gamma > 1) (App. G.1). Test accuracy is measured
-    every ``eval_every`` steps on fresh symbols; the reported accuracy is the
-    best over the history, as in the paper.
+    every ``eval_every`` steps on fresh symbols (and at the steps of ``eval_at``);
+    the reported accuracy is the best over the history, as in the paper.
 
     Parameters
     ----------
@@ -703,8 +703,8 @@ def train(task, gamma, *, width, steps, seed=None, **kwargs):
     width, steps, seed
         Hidden units m >= 1, SGD steps >= 1, and the model's seed.
     **kwargs
-        batch_size, alpha0, eval_every, n_test, backend, dtype, path, init,
-        batches, progress: see ``train_ensemble``.
+        batch_size, alpha0, eval_every, eval_at, n_test, backend, dtype, path,
+        init, batches, progress: see ``train_ensemble``.
 
     Returns
     -------

@@ -453,7 +453,10 @@ class LazyLimitPredictor(Predictor):
     spec = LAZY_LIMIT
 
     def validate(self, settings):
+        from ..kernels.lazy import check_schedule
+
         s = super().validate(settings)
+        check_schedule(s["method"], s["eval_at"])
         if s["pairs"] != "all":     # as kernels.lazy_limit: 2 .. L^2 sampled pairs
             s["pairs"] = check_int("pairs", s["pairs"], 2, s["L"] * s["L"])
         return s
