@@ -26,7 +26,8 @@ _LAZY = {
     "thread_limit": ("fastsd._threads", "thread_limit"),
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
-            "walkers", "kernels", "bayes", "reproduce", "figures", "params", "conventions")
+            "walkers", "kernels", "bayes", "reproduce", "figures", "params", "conventions",
+            "schedules")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 
