@@ -35,7 +35,7 @@ from ..scan import Grid
 
 HELP = ("lazy networks (m = 4096) and the exact lazy limit over d x L, with L*(d) fitted, and "
         "L*(d) against the time the accuracy is read")
-QUICK_WALL_TIME = "206 s"
+QUICK_WALL_TIME = "125 s"
 
 
 def paper_lattice(lo, hi):
@@ -311,9 +311,9 @@ def _time_table(name, rows, ds, eval_every):
     return lines
 
 
-def _time_figure(in_time, prefix, title, eval_every):
+def _time_figure(in_time, prefix, title, eval_every, labels):
     """L*(d) against the reading time, a line per d and model (limit solid, networks
-    dashed), the paper's first evaluation marked."""
+    dashed, named by ``labels``), the paper's first evaluation marked."""
     from matplotlib.ticker import FuncFormatter
 
     from .. import plots
@@ -329,7 +329,7 @@ def _time_figure(in_time, prefix, title, eval_every):
             pts = [(t, rows[t]["L_star"][d]) for t in times if d in rows[t]["L_star"]]
             if pts:
                 ax.plot(*zip(*pts), styles[name], color=colours[d], marker=".", lw=1.2,
-                        label=f"{name}, d = {d}")
+                        label=f"{labels[name]}, d = {d}")
     ax.axvline(eval_every, color="0.4", ls=":", lw=1,
                label=f"the paper's first evaluation (step {eval_every})")
     ax.set_xscale("log")
@@ -384,8 +384,9 @@ def report(preset, records, prefix):
         text += _time_table("limit" if name == "limit" else "lazy networks", rows, ds,
                             limit[0]["eval_every"])
         text.append("")
+    labels = {"limit": "limit", "finite": f"m = {', '.join(map(str, widths))}"}
     figures += _time_figure(in_time, f"{prefix}-time", f"{preset.title}: L*(d) against "
-                            f"the time the accuracy is read", limit[0]["eval_every"])
+                            f"the time the accuracy is read", limit[0]["eval_every"], labels)
     means = defaultdict(list)
     for r in limit:
         means[r["d"], r["L"]].append(r[PROTOCOL])
