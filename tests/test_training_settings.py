@@ -29,6 +29,8 @@ def _other(p):
         return 6
     if p.kind == "float":
         return 0.05
+    if p.kind == "schedule":            # a step within the steps below (4), as it is recorded
+        return "3"
     return (p.minimum or 0) + 3
 
 
