@@ -14,8 +14,8 @@ class _NoBar:
     def update(self, n=1):
         """Do nothing (tqdm's ``update``)."""
 
-    def set_postfix_str(self, s="", refresh=True):
-        """Do nothing (tqdm's ``set_postfix_str``)."""
+    def set_description_str(self, desc=None, refresh=True):
+        """Do nothing (tqdm's ``set_description_str``)."""
 
 
 def bar(show, **kwargs):

@@ -207,9 +207,9 @@ class Param:
         if self.kind in ("int", "seed", "batch_size"):
             kw["type"] = int
         elif self.kind == "float":
-            kw["type"] = float
+            kw["type"] = _as_given(self.valid())
         elif self.kind == "gamma":
-            kw["type"] = _word_or("lazy", float, self.valid())
+            kw["type"] = _word_or("lazy", _as_given(self.valid()), self.valid())
         elif self.kind == "pairs":
             kw["type"] = _word_or("all", int, self.valid())
         elif self.kind == "sign":
@@ -219,6 +219,28 @@ class Param:
         else:
             kw["default"] = self.default
         parser.add_argument(self.flag, dest=self.name, **kw)
+
+
+def _as_given(valid):
+    """An argparse type: ``text`` as a float, refused (with the text as given) where float64
+    rounds it to 0 or infinity, as "1e-400" and "1e400", though the text is no zero or
+    infinity: the check that follows would name the rounded number ("got 0.0")."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {valid}; got {text!r}") from None
+        if value in (0.0, math.inf, -math.inf) and not _spells(text, value):
+            raise argparse.ArgumentTypeError(f"must be {valid}; got {text!r}, which is "
+                                             f"{value} in float64")
+        return value
+    return parse
+
+
+def _spells(text, value):
+    """Whether ``text`` writes ``value`` (0 or an infinity) itself, not a number rounded to it."""
+    digits = text.strip().lower().lstrip("+-").split("e")[0].replace(".", "").replace("_", "")
+    return (set(digits) <= {"0"}) if value == 0 else "inf" in text.lower()
 
 
 def _word_or(word, number, valid):
@@ -398,7 +420,7 @@ TRAINING = Spec(
 
 MLP = Spec(
     *_common(),
-    Param("gamma", "gamma", "richness gamma (a number > 0, or 'lazy' for 1e-5/sqrt(d))"),
+    Param("gamma", "gamma", "richness gamma ('lazy': 1e-5/sqrt(d))"),
     seed_param("model seed: initialisation, batches, test sets"),
     *TRAINING.values(),
     Param("sigma2", "float", "input noise variance sigma^2", 0.0, nonnegative=True),

@@ -172,7 +172,7 @@ def test_reproduce_figC1_rerun_computes_nothing_and_prints_the_same(tmp_path, ca
     store = tmp_path / "figC1-quick.jsonl"
     assert main(args) == 0
     first = capsys.readouterr()
-    assert "max_margin cells" in first.err                      # the scan's bar
+    assert "figC1-quick (max_margin): 4/4 cells" in first.err   # the scan's bar
     records = [json.loads(line) for line in store.read_text().splitlines()]
     assert [(r["L"], r["P"]) for r in records] == [(16, 64), (16, 256), (32, 64), (32, 256)]
     mtime = store.stat().st_mtime_ns
@@ -242,7 +242,7 @@ def test_reproduce_fig1a_rerun_trains_nothing_and_draws_the_same(tmp_path, capsy
     store = tmp_path / "fig1a-quick.jsonl"
     assert main(args) == 0
     first = capsys.readouterr()
-    assert "weight_structure cells" in first.err                         # the scan's bar
+    assert "fig1a-quick (weight_structure): 2/2 cells" in first.err       # the scan's bar
     assert [json.loads(x)["model"] for x in store.read_text().splitlines()] == ["rich", "lazy"]
     mtime, png = store.stat().st_mtime_ns, (tmp_path / "fig1a-quick.png").read_bytes()
     _forbid(monkeypatch, "fastsd.mlp.train_ensemble")
@@ -278,6 +278,22 @@ def test_reproduce_fig1e_finite_and_limit_heatmaps_scaling_and_comparison(tmp_pa
     assert (tmp_path / "fig1e-quick-limit.png").stat().st_size > 0
     assert (tmp_path / "fig1e-quick-time.png").stat().st_size > 0
     assert list(summary["in_time"]["limit"]) == ["200", "400", "best", "protocol"]
+
+
+@pytest.mark.parametrize("option, text, said", [
+    ("--gamma", "1e-400", "got '1e-400', which is 0.0 in float64"),
+    ("--gamma", "1e400", "got '1e400', which is inf in float64"),
+    ("--alpha0", "1e-999", "got '1e-999', which is 0.0 in float64"),
+    ("--alpha0", "x", "must be a finite number > 0; got 'x'")])
+def test_a_number_is_reported_as_given_not_as_float64_rounds_it(option, text, said, capsys):
+    args = ["train", "--d", "4", "--L", "3", "--gamma", "1", "--width", "4", "--steps", "2"]
+    with pytest.raises(SystemExit) as exc:
+        main(args + [option, text])
+    assert exc.value.code == 2 and said in capsys.readouterr().err
+    with pytest.raises(SystemExit):             # and --gamma's help says each thing once
+        main(["train", "--help"])
+    helptext = capsys.readouterr().out
+    assert "richness gamma ('lazy': 1e-5/sqrt(d)) (a number > 0 or" in helptext
 
 
 def test_ntk_command_json_and_bad_pairs(capsys):

@@ -178,8 +178,8 @@ def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):
     grid = Grid(L=[2, 4], gamma=[1.0], seed=[0, 1], **FIXED)
     run(grid, "mlp", tmp_path / "s.jsonl", "serial", backend="cpu", progress=True)
     err = capsys.readouterr().err
-    assert "mlp cells: 100%" in err and "4/4 cells" in err
-    assert "0/4 cells; predicted 0:00:" in err and "on 1 worker" in err
+    assert "s (mlp): 4/4 cells 100%" in err and ", 4/4" not in err
+    assert "s (mlp): 0/4 cells; predicted 0:00:" in err and "on 1 worker" in err
 
 
 def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(tmp_path,

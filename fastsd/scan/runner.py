@@ -242,8 +242,8 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
                 with _stop.writing():
                     p.store.write(record)
                 written[it.part].append(record)
-            bars[it.part].set_postfix_str(
-                f"{n_done[it.part] + len(written[it.part])}/{len(p.cells)} cells", refresh=False)
+            bars[it.part].set_description_str(
+                _bar_text(p, n_done[it.part] + len(written[it.part])), refresh=False)
             _progress.advance(bars[it.part], it.work)
     for p, (predicted, measured) in zip(parts, timed):     # the time models' feedback
         p.pred.record(predicted, measured, target, dtype)
@@ -253,21 +253,27 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
     return written, errors
 
 
+def _bar_text(part, done, tail=""):
+    """A part's bar's words: its store's name (a figure and its part, as "fig1e-quick-mlp"),
+    the predictor where the name lacks it, and the cells done."""
+    stem = os.path.basename(part.store.path).removesuffix(".jsonl")
+    name = stem if part.pred.name in stem else f"{stem} ({part.pred.name})"
+    return f"{name}: {done}/{len(part.cells)} cells{tail}"
+
+
 def _bar(stack, progress, part, items, n_done, workers, executor, n_parts):
-    """A part's progress bar, entered on ``stack``. It counts predicted work (seconds on one
-    thread, where the predictor has a model), so that its percentage and tqdm's time left
-    follow the time, not the cell count; a run of one part also shows its predicted wall
-    time."""
+    """A part's progress bar, entered on ``stack``, named by its store and predictor
+    (``_bar_text``). It counts predicted work (seconds on one thread, where the predictor has
+    a model), so that its percentage and tqdm's time left follow the time, not the cell
+    count; a run of one part also shows its predicted wall time."""
     modelled = bool(items) and items[0].modelled
     first = (f"; predicted {_progress.clock(predicted_wall([it.work for it in items], workers))}"
              f" on {workers} worker{'s' * (workers > 1)}"
              if modelled and n_parts == 1 and executor in (None, "serial") else "")
-    bar = stack.enter_context(_progress.bar(
+    return stack.enter_context(_progress.bar(
         progress, total=sum(it.work for it in items) if items else 1, initial=0 if items else 1,
-        smoothing=0, desc=f"{part.pred.name} cells",
-        bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} [{elapsed}<{remaining}]"))
-    bar.set_postfix_str(f"{n_done}/{len(part.cells)} cells{first}")
-    return bar
+        smoothing=0, desc=_bar_text(part, n_done, first),
+        bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"))
 
 
 def _failure(part, fresh, failed, n_stored):
