@@ -139,6 +139,12 @@ class Evaluations:
         or the last step): those draw their test sets from the "test" stream."""
         return t % self.eval_every == 0 or t == self.steps
 
+    def test_stream(self, t):
+        """The training run's stream (``fastsd._rng.train_streams``) of step t's test set:
+        "test" at the paper's evaluations, "scheduled_test" at a schedule's others, so that
+        a schedule leaves the paper's test sets as they are drawn without it."""
+        return "test" if self.is_protocol(t) else "scheduled_test"
+
     def __len__(self):
         return -(-self.steps // self.eval_every) + len(self.extra)
 

@@ -400,8 +400,7 @@ default "logistic_flow"
         streams = train_streams(seed)
 
         def evaluate(c, t):
-            stream = "test" if evals.is_protocol(t) else "scheduled_test"
-            return accuracy(op, c, *task.sample_test(n_test, streams[stream]))
+            return accuracy(op, c, *task.sample_test(n_test, streams[evals.test_stream(t)]))
 
         flow = dict(evals=evals, progress=progress)
         if method == "logistic_flow":

@@ -617,8 +617,7 @@ def _models(task, gamma, seed):
 def _train(engines, tasks, streams, noise, test_source, evals, batch_size, n_test, batches,
            progress):
     """The SGD loop: the steps up to each of ``evals`` (``fastsd.schedules.Evaluations``),
-    each followed by a test evaluation; its test sets come from the "test" stream at the
-    paper's evaluations (``evals.is_protocol``), from "scheduled_test" at the others.
+    each followed by a test evaluation on the test sets of ``evals.test_stream``.
 
     Returns the history, {name: (M, n_evaluations) array}.
     """
@@ -639,7 +638,7 @@ def _train(engines, tasks, streams, noise, test_source, evals, batch_size, n_tes
             n = at - t
             loss, acc = _run_steps(engines, tasks, noise, t, n, batch_size, batches, state, bar)
             t = at
-            stream = "test" if evals.is_protocol(t) else "scheduled_test"
+            stream = evals.test_stream(t)
             tests = [task.sample_test(n_test, st[stream]) if test_source[k] == k else None
                      for k, (task, st) in enumerate(zip(tasks, streams))]
             tests = [tests[test_source[k]] for k in range(M)]
