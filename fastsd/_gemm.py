@@ -5,8 +5,8 @@ place. The output is cut into blocks of rows (or of columns, whichever side is
 longer) whose size depends on the shapes alone (``blocks``), and the blocks go to
 fastsd's team (``fastsd._threads``): the same blocks, so the same bits, for any
 thread count. (OpenBLAS's own threads cut a GEMM by the thread count, and its
-float32 Haswell kernel rounds a block's edge differently from its inside: 4-26%
-of entries differed between 1 and 2 threads.)
+float32 Haswell kernel rounds a block's edge differently from its inside, so
+its bits change with the thread count.)
 
 The calls go to SciPy's BLAS (the library Numba's ``np.dot`` also calls) through
 ``scipy.linalg.cython_blas``'s function pointers and ctypes, which releases the
@@ -20,7 +20,8 @@ from . import _threads
 
 #: A block is a multiple of this many rows or columns (the kernels' unroll divides it).
 ALIGN = 64
-#: The fewest multiply-adds worth a block of its own (about 15 us on one core).
+#: The fewest multiply-adds worth a block of its own (a smaller block's BLAS call would not
+#: repay handing it to another thread).
 MIN_BLOCK_WORK = 1 << 20
 #: The most blocks one GEMM is cut into.
 MAX_BLOCKS = 16

@@ -6,8 +6,8 @@ reference's generator, the MLP and pair-kernel builds inline
 ``fastsd._numerics``) would load stale machine code after that other file
 changed, until someone cleared ``__pycache__`` by hand. ``njit`` here is
 ``numba.njit(cache=True)`` with the cache in a folder named by a hash of
-every fastsd source file: any change to any of them compiles afresh (tens of
-seconds), and nothing stale is ever loaded. The folder sits under
+every fastsd source file: any change to any of them compiles afresh, and
+nothing stale is ever loaded. The folder sits under
 ``NUMBA_CACHE_DIR`` when that is set, else in ``numba/`` under fastsd's cache
 root, ``cache_root()``: ``$XDG_CACHE_HOME/fastsd`` (default ``~/.cache/fastsd``),
 where the measured cost model of the training paths (``fastsd.mlp.costs``) is

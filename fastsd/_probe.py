@@ -2,9 +2,8 @@
 
 The shipped time models (the MLP's prices, the lazy limit's and the Bayes part's)
 were fitted on one reference machine. On another CPU the same work runs at other
-rates, and kinds of work do not change alike (an AVX2 CPU multiplies float32
-matrices at less than half an AVX-512 CPU's rate while its scalar code nearly
-keeps pace). Each family owns its time model and its probe: a function that
+rates, and kinds of work do not change alike (a CPU's vector width moves its
+matrix products far more than its scalar code). Each family owns its time model and its probe: a function that
 measures, now, this machine's seconds over the reference machine's for each
 kind of its work (the MLP times its engine for "gemm" and "scalar"; the lazy
 limit times its kernel entries for "entries"). This ground floor, which imports
@@ -73,8 +72,8 @@ def float64_gemm_seconds(repeats=3):
 
     A product of ``fastsd.kernels.kron.KronFactors`` at ``probe_references.json``'s
     ``float64_gemm_shape`` (L = 384, R = 27): (R L x L) @ (L x L), then
-    (L x R L) @ (R L x L), 4 R L^3 flops; the fastest of ``repeats``. About
-    0.1 s a repeat on an AVX2 core. The caller sets the threads.
+    (L x R L) @ (R L x L), 4 R L^3 flops; the fastest of ``repeats``. The caller
+    sets the threads.
     """
     import numpy as np
 
@@ -97,7 +96,7 @@ def numpy_seconds(repeats=3):
 
     On R x L x L float64 (``float64_gemm_shape``): the rearranging copy of a
     Kronecker product's intermediate, an exp in place and as many normal draws;
-    the fastest of ``repeats``. About 30 ms a repeat.
+    the fastest of ``repeats``.
     """
     import numpy as np
 

@@ -5,7 +5,8 @@ The policy (README, "Threads"):
 * BLAS runs on one thread inside fastsd's computations (``compute``). OpenBLAS's
   own threads split a GEMM by the thread count (its float32 Haswell kernel then
   rounds differently with 1 and 2 threads) and spin while they wait, which
-  under other CPU-bound work made a step 7-11x slower than one thread.
+  under other CPU-bound work makes a step slower than on one thread
+  (``bench/bench_threads.py`` measures it; see the docs' results page).
 * Work that pays for threads is cut into parts fixed by its shapes alone, never
   by the thread count, and the parts go to fastsd's team: the calling thread and
   ``threads() - 1`` helper threads that claim parts one by one and sleep (no
@@ -240,8 +241,8 @@ class _Team:
 _team = _Team()
 
 
-#: The least work (in multiply-adds of one thread's GEMM, about 30 us) that a job must hold
-#: for the team to take it: waking the helpers costs tens of microseconds.
+#: The least work (in multiply-adds of one thread's GEMM) that a job must hold for the team
+#: to take it: waking the helpers costs more than a smaller job would gain.
 MIN_TEAM_WORK = 1 << 21
 
 

@@ -142,8 +142,9 @@ def power_law_fit(x, y):
 def affine_fit(x, y):
     """Least-squares fit of y = a x + c; return (a, c, standard error of a).
 
-    The lazy limit's L*(d) is affine in d (L* ~ 1.47 d - 7, README), which a
-    power law through few points reads as an exponent near 1.
+    The lazy limit's L*(d) can be affine in d (Fig. 1e; its fits are on the
+    documentation's results page), which a power law through few points reads
+    as an exponent near 1.
 
     Parameters
     ----------

@@ -51,16 +51,9 @@ def _add_train_parser(sub):
                                                 "summary")
 
 
-#: Wall time of each figure's --quick preset on ``QUICK_WALL_TIME_MACHINE`` (each figure
-#: module's QUICK_WALL_TIME, and the README table, which a test holds equal to this).
-QUICK_WALL_TIME = {name: figure.QUICK_WALL_TIME for name, figure in REGISTRY.items()}
-QUICK_WALL_TIME_MACHINE = "idle 2-core AMD EPYC (AVX2), 2026-12-03; the Intel Xeon is 1.5-2x faster"
-
-
 def _add_reproduce_parser(sub):
     import textwrap
 
-    times = "\n".join(f"  {f:<7} {QUICK_WALL_TIME[f]}" for f in FIGURES)
     p = sub.add_parser(
         "reproduce", help="run a figure's grid, draw it and print its table",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -71,8 +64,12 @@ def _add_reproduce_parser(sub):
             "(--quiet: none). Several figures, or 'all' (every figure), run on one pool of "
             "workers: every figure's groups in one queue, largest first, each figure drawn "
             "once all have run.", 78),
-        epilog=f"--quick wall time on the {QUICK_WALL_TIME_MACHINE} (Numba cache warm; the "
-               f"first run compiles ~30 s more):\n{times}")
+        epilog=textwrap.fill(
+            "The wall time on this machine: `fastsd reproduce FIGURE --quick --dry-run` "
+            "predicts it (and the memory) without running anything. The first run also "
+            "compiles fastsd's Numba kernels, once: they are cached afterwards, until fastsd "
+            "changes. Measured wall times, with their machine and date, are on the "
+            "documentation's results page (docs/results.md).", 78))
     p.add_argument("figure", nargs="+", choices=FIGURES + ("all",), metavar="FIGURE",
                    help="one or more of: "
                    + "; ".join(f"{name}: {figure.HELP}" for name, figure in REGISTRY.items())

@@ -14,11 +14,10 @@ A figure's module holds all of that figure:
   the paths of its drawing, written to ``prefix`` + ".png" and ".svg" (the
   module's own ``plot_*`` function, or one of ``fastsd.plots`` that several
   figures share).
-* ``HELP`` and ``QUICK_WALL_TIME``: its entry in ``fastsd reproduce --help``.
+* ``HELP``: its entry in ``fastsd reproduce --help``.
 
 ``fastsd.reproduce.reproduce`` runs any of them. Adding a figure is a module
-here and its name in ``REGISTRY`` (and its quick wall time in the README's
-table, which a test holds equal).
+here and its name in ``REGISTRY``.
 """
 import importlib
 

@@ -9,7 +9,6 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "weight alignment vs readout, rich and lazy (d=128, L=16)"
-QUICK_WALL_TIME = "6 s"
 
 
 def preset(name, **settings):

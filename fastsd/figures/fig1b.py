@@ -9,7 +9,6 @@ from ..presets import Preset
 from ._grid import symbol_grid
 
 HELP = "rich accuracy over d x L"
-QUICK_WALL_TIME = "23 s"
 AXIS = sorted({int(round(v)) for v in 2.0 ** np.linspace(1, 10, 20)})
 FULL = Preset(
     "fig1b", "heatmap", "Fig. 1b: rich (gamma=1) test accuracy over d and L (m=4096)",

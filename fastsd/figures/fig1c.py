@@ -4,7 +4,6 @@ from ._grid import PAPER_GAMMAS, PAPER_TRAINING, QUICK_GAMMAS, QUICK_TRAINING, s
 from ._grid import report_accuracy
 
 HELP = "accuracy vs L (d=256)"
-QUICK_WALL_TIME = "25 s"
 FULL = Preset(
     "fig1c", "L", "Fig. 1c: test accuracy vs number of training symbols L (d=256, m=1024)",
     symbol_grid([256], [2 ** k for k in range(1, 11)], PAPER_GAMMAS, range(3), **PAPER_TRAINING))

@@ -6,24 +6,24 @@ full preset). The main one is the paper's protocol: finite lazy networks
 evaluations on 1024 fresh pairs; published-code notes). The second is the
 exact gamma -> 0, infinite-width network (``fastsd.kernels.lazy_limit``,
 logistic flow over all L^2 ordered pairs for the same steps, solver "kron"
-with float32 products: 1.4-1.5x faster flows, logits within 6e-7 and the same
-accuracy histories as float64 at L = 256, 512) on the same symbols. ``lazy_scaling`` reads L*(d) off each
-heatmap and fits it as a power law L* ~ d^b and as an affine law L* = a d + c,
-with bootstrap intervals over the seeds. Measured here (README, "Infinite width"): both
-L*(d) are linear in d (the limit's L* ~ 1.48 d - 8 at 50,000 steps, d = 128-512; networks
-of width 4096 and the limit cross 0.75 at nearly the same L at d = 64-128), while Theorem 2's
-d^2 bounds the number of training pairs, L^2 here. Near L* the best of the evaluations is
-the first (step 1000): both models lose test accuracy as they fit the training pairs, and
-the limit's early-time classifier generalizes from a few symbols at any d, so L*(d) depends
-on when the history is first evaluated. Both parts therefore also evaluate at 1, 2, 3, 5,
-10, ... steps (``eval_at="log"``, ``fastsd.schedules``; the heatmaps keep the paper's
-reading, the best of the evaluations every 1000 steps), and a third panel draws L*(d)
-against the reading time t for the limit and the networks, the paper's step 1000 marked
-(``scaling_in_time``; the table beside it has L*(d, t) and its fits at every t). The
-finite part is long on a CPU
-(``fastsd reproduce fig1e --dry-run`` predicts both parts on this machine;
-``--workers`` / ``--dask`` / ``--cluster`` spread it; every cell is stored as it
-finishes, and a rerun computes only the missing ones).
+with float32 products, which ``bench/bench_kron.py --dtypes`` compares with
+float64 in time and logits) on the same symbols. ``lazy_scaling`` reads L*(d)
+off each heatmap and fits it as a power law L* ~ d^b and as an affine law
+L* = a d + c, with bootstrap intervals over the seeds: Theorem 2's d^2 bounds
+the number of training pairs, L^2 here, so L*(d) itself may grow as d (the
+fitted laws are on the documentation's results page). Near L* the best of the
+evaluations can be the first (step 1000): both models lose test accuracy as
+they fit the training pairs, and the limit's early-time classifier generalizes
+from a few symbols at any d, so L*(d) depends on when the history is first
+evaluated. Both parts therefore also evaluate at 1, 2, 3, 5, 10, ... steps
+(``eval_at="log"``, ``fastsd.schedules``; the heatmaps keep the paper's
+reading, the best of the evaluations every 1000 steps), and a third panel draws
+L*(d) against the reading time t for the limit and the networks, the paper's
+step 1000 marked (``scaling_in_time``; the table beside it has L*(d, t) and its
+fits at every t). The finite part is long on a CPU (``fastsd reproduce fig1e
+--dry-run`` predicts both parts on this machine; ``--workers`` / ``--dask`` /
+``--cluster`` spread it; every cell is stored as it finishes, and a rerun
+computes only the missing ones).
 """
 import json
 
@@ -35,7 +35,6 @@ from ..scan import Grid
 
 HELP = ("lazy networks (m = 4096) and the exact lazy limit over d x L, with L*(d) fitted, and "
         "L*(d) against the time the accuracy is read")
-QUICK_WALL_TIME = "125 s"
 
 
 def paper_lattice(lo, hi):

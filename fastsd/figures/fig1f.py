@@ -4,7 +4,6 @@ from ._grid import (PAPER_GAMMAS, PAPER_TRAINING, QUICK_GAMMAS, QUICK_TRAINING, 
                     symbol_grid)
 
 HELP = "accuracy vs d (L=16)"
-QUICK_WALL_TIME = "31 s"
 FULL = Preset(
     "fig1f", "d", "Fig. 1f: test accuracy vs input dimension d (L=16, m=1024)",
     symbol_grid([2 ** k for k in range(4, 11)], [16], PAPER_GAMMAS, range(3), **PAPER_TRAINING))

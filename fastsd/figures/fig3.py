@@ -10,7 +10,6 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "PSVRT and Pentomino over gamma"
-QUICK_WALL_TIME = "195 s"
 GAMMAS = ["lazy", 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
 #: The x axis of each panel and its label.
 AXES = {"b": ("L", "training bit-patterns (PSVRT, 5 x 5 patches)"),

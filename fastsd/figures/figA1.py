@@ -9,7 +9,6 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "hidden weights as images, rich and lazy"
-QUICK_WALL_TIME = "14 s"
 
 
 def preset(name, **settings):

@@ -8,7 +8,6 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "max-margin matrix and alignments (d=32)"
-QUICK_WALL_TIME = "4 s"
 
 
 def preset(name, d, Ls, Ps):

@@ -8,7 +8,6 @@ from ._grid import PAPER_TRAINING, QUICK_TRAINING, symbol_grid
 from ._grid import report_accuracy
 
 HELP = "ultra-rich gamma up to 100, accuracy vs L (d=256)"
-QUICK_WALL_TIME = "22 s"
 GAMMAS = tuple(10.0 ** e for e in (0.0, 0.4, 0.8, 1.2, 1.6, 2.0))
 FULL = Preset(
     "figC3", "L", "Fig. C3: rich and ultra-rich test accuracy vs L (d=256, m=1024)",

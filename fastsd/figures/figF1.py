@@ -9,7 +9,6 @@ from ..presets import Preset
 from ..scan import Grid
 
 HELP = "activation change vs gamma, with and without 1/sqrt(d)"
-QUICK_WALL_TIME = "15 s"
 GAMMAS = tuple(10.0 ** e for e in np.linspace(-5, 0, 11))
 
 

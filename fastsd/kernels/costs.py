@@ -299,8 +299,7 @@ def kernel_entry_seconds(repeats=3):
     The "cpu" backend's ``pair_kernel_matvec`` (the NTK of n test pairs against
     all L^2 training pairs times a vector) at ``TABLE["kernel_entry_shape"]``
     (n, L, d), n L^2 entries; the fastest of ``repeats``, by the thread's CPU time
-    (``fastsd._probe.clock``). About 30 ms a repeat on an AVX2 core. The caller sets
-    the threads.
+    (``fastsd._probe.clock``). The caller sets the threads.
     """
     import numpy as np
 

@@ -37,9 +37,7 @@ Factorisation (``factorise``)
    for distinct, non-collinear symbols is exactly the diagonal of K (x = x').
    Those entries, |x_p|^2 = G[u, u] + G[v, v], are themselves the two
    Kronecker terms diag(n) (x) I + I (x) diag(n) (n = diag G), so they raise
-   the rank of R by at most two (measured by SVD: shifting them by c times
-   that pair of terms, c in [0, 0.2], changed the rank at 1e-8 or 1e-12 by at
-   most two, L = 12-20, d = 3-256). After the recompression the stored P-vector
+   the rank of R by at most two. After the recompression the stored P-vector
    ``dcorr`` = |x_p|^2 - (sum_r A_r (x) B_r)[p, p] is added to every
    product, so the diagonal (the ridge scale, the preconditioner, a pair's
    own weight) is exact and the terms' error sits off the diagonal.
@@ -72,19 +70,18 @@ Test logits (``KronSolver.logits``, from L = ``TEST_CROSS_MIN_L``): test pair
 i = (t1; t2) against training pair (u, v) has kernel
 F_i[u, v] = ntk(T1[i, u] + T2[i, v], |t1|^2 + |t2|^2, n_u + n_v), T1 = t1 S^T and
 T2 = t2 S^T the test items' dot products with the symbols: an L x L block of
-low rank (about 10 at 1e-10, d = 256). ``cross_logits`` runs ACA on all n blocks
-in lockstep (a step: one row and one column of every block, 2 n L entries
-by the backend's ``kernel_entries``), and logit_i = sum_k a_ik^T C b_ik is one
+low rank. ``cross_logits`` runs ACA on all n blocks in lockstep (a step: one
+row and one column of every block, 2 n L entries by the backend's
+``kernel_entries``), and logit_i = sum_k a_ik^T C b_ik is one
 GEMM (2 k n L^2 flops) instead of n L^2 kernel entries; a few whole blocks
 are compared with their exact entries and the largest relative error is
 recorded (``kron_test_block_error``). Below ``TEST_CROSS_MIN_L`` the
 matrix-free product is as fast, and is used.
 
-Measured against solver="dense" (d = 8, 32, 256; L = 8-48; 25,000-step flow,
-2,000-step SGD, regression at CG tol 1e-12): at ``kernel_tol`` = 1e-10 the
-test logits agree to 1e-9 (flows) and 2e-8 (regression) relative, at 1e-8 to
-2e-7 and 3e-6; hence the default 1e-10. Terms at 1e-10, d = 256: 26-27 for
-L = 16-512; d = 32: 60-73; d = 8: 116-232 (L = 32-256).
+The default ``kernel_tol`` (``DEFAULT_RTOL``) was chosen by the test logits'
+agreement with solver="dense" at several tolerances; the tests hold them to
+1e-6 relative. ``bench/bench_kron.py`` measures that agreement and the terms
+built (see the docs' results page).
 """
 import math
 
@@ -95,8 +92,8 @@ from .._memory import fmt_bytes
 from .pairs import Logits
 from .solvers import CGSolver, SolveTooLargeError, register_solver
 
-#: Default relative Frobenius error target of the structured kernel: test logits then
-#: agree with solver="dense" to 2e-8 relative or better (module notes; tested to 1e-6).
+#: Default relative Frobenius error target of the structured kernel (module notes; the
+#: tests hold the test logits to 1e-6 relative of solver="dense").
 DEFAULT_RTOL = 1e-10
 #: Exact rows of R drawn to measure the error (all rows when L^2 is smaller).
 ERROR_ROWS = 256
@@ -104,23 +101,22 @@ ERROR_ROWS = 256
 Z_BOUND = 3.0
 #: Terms solver="auto" wants room for before it takes "kron".
 AUTO_MIN_TERMS = 64
-#: Smallest L from which solver="auto" prefers "kron" to "dense" for the flow
-#: (25,000 steps, Intel Xeon 2 cores: dense 2.65 s / kron 2.48 s at d = 8,
-#: L = 48; 1.04 / 0.53 s at d = 256; dense faster below).
+#: Smallest L from which solver="auto" prefers "kron" to "dense" for the flow: where
+#: their wall times cross (``bench/bench_kron.py --crossover``; see the docs' results page).
 AUTO_FLOW_MIN_L = 48
-#: Smallest L and d from which "auto" prefers "kron" for the regression (CG on
-#: the Kronecker products against a Cholesky of the stored kernel: 0.66 / 0.46 s
-#: at d = 32, L = 64; at d = 8 dense stays faster to L = 96, 4.3 / 6.3 s).
+#: Smallest L and d from which "auto" prefers "kron" for the regression (CG on the
+#: Kronecker products against a Cholesky of the stored kernel): where their wall times
+#: cross (``bench/bench_kron.py --crossover``).
 AUTO_REGRESSION_MIN_L, AUTO_REGRESSION_MIN_D = 64, 32
 #: Float64 rounding allowance added to the recorded bound (products of O(1) factors).
 ROUNDING = 1e-14
 #: Bytes a term per pair while building (two factor sets and their QR copies).
 BYTES_PER_TERM = 32
 #: From this L on, test logits come from cross approximations of the test pairs' blocks
-#: (``cross_logits``); below it the matrix-free product is as fast (measured, d = 256, 1024
-#: test pairs, 2 cores: 1.0x at L = 256, 1.2x at 512, 3x at 1024).
+#: (``cross_logits``); below it the matrix-free product is as fast (``bench/bench_kron.py``
+#: times both; see the docs' results page).
 TEST_CROSS_MIN_L = 384
-#: Terms the test blocks' buffers start with (about 10-20 are used at d = 256).
+#: Terms the test blocks' buffers start with (doubled when a block needs more).
 TEST_TERMS = 24
 #: Random rows the cross approximation tries after a pivot row found exact (``_ACA.run``).
 SAMPLE = 8
@@ -385,7 +381,7 @@ def factorise(kernel, rtol=DEFAULT_RTOL, *, cap, probes=ERROR_ROWS, seed=0, step
     dtype : {"float64", "float32"}, default "float64"
         The factors' and the products' arithmetic (``KronFactors``). For float32
         the relative error of 4 random products against the float64 factors is
-        measured and recorded (``kron_product_error``, about 1e-6).
+        measured and recorded (``kron_product_error``).
 
     Returns
     -------
@@ -484,11 +480,11 @@ class _TestBlocks:
 
     Test pair i = (t1; t2) against training pair (u, v) has kernel
     F_i[u, v] = ntk(T1[i, u] + T2[i, v], |t1|^2 + |t2|^2, n_u + n_v), a smooth
-    L x L block (fresh symbols: no rho = 1 entry) of low rank (about 10 at
-    1e-10, d = 256). ACA with partial pivoting runs on every block at once: a
-    step evaluates one row and one column of each still active block (2 n L
-    entries by the backend's ``kernel_entries``), and a block stops when two
-    consecutive terms are below ``tol`` of its running Frobenius norm. Then
+    L x L block (fresh symbols: no rho = 1 entry) of low rank. ACA with partial
+    pivoting runs on every block at once: a step evaluates one row and one
+    column of each still active block (2 n L entries by the backend's
+    ``kernel_entries``), and a block stops when two consecutive terms are
+    below ``tol`` of its running Frobenius norm. Then
     logit_i = sum_{u,v} C[u, v] F_i[u, v] = sum_k a_ik^T C b_ik: one GEMM.
     """
 
@@ -572,7 +568,8 @@ def cross_logits(kernel, x, c, rtol=DEFAULT_RTOL, *, probes=4):
         Coefficients over the training pairs.
     rtol : float, default DEFAULT_RTOL
         Each block's ACA stops when two consecutive terms are below ``rtol`` / 10
-        of its Frobenius norm (measured: block errors up to 1.6 ``rtol``).
+        of its Frobenius norm (the achieved error of the ``probes`` blocks is
+        returned as ``error``).
     probes : int, default 4
         Test pairs (evenly spaced) whose whole exact block is compared with
         its approximation.

@@ -211,9 +211,10 @@ default "logistic_flow"
         distribution (half same, half different), the t -> infinity limit
         of squared-loss gradient flow. "logistic_flow": gradient flow of the
         BCE over the training distribution for ``steps`` SGD steps' worth of
-        time (exponential RK4, ``dynamics.logistic_flow``: test logits to
-        about 1e-7 relative). "logistic_sgd": the limit network's SGD on the
-        batches ``fastsd.train(task, gamma, seed=seed, steps=...,
+        time (exponential RK4, ``dynamics.logistic_flow``: the tests hold its
+        test logits to 1e-6 relative of an accurate ODE solver).
+        "logistic_sgd": the limit network's SGD on the batches
+        ``fastsd.train(task, gamma, seed=seed, steps=...,
         batch_size=..., eval_every=..., n_test=...)`` draws, with its test sets
         (needs pairs="all"). "mean_difference": the kernel mean-difference
         classifier, sign of (mean of K(x, .) over the same training pairs -
@@ -260,22 +261,21 @@ default "logistic_flow"
         CG relative residual and iteration cap (default 10 P, at most 5000).
     kernel_tol : float, optional
         solver="kron": the relative Frobenius error ||K~ - K||_F / ||K||_F
-        allowed to the structured kernel, in [1e-13, 0.1]; default 1e-10 (test
-        logits then agree with solver="dense" to 2e-8 relative or better in
-        the measured cases; the tests hold them to 1e-6). The achieved error
-        (a probed bound) is recorded in ``solver_info``. Ignored by the exact
-        solvers.
+        allowed to the structured kernel, in [1e-13, 0.1]; default 1e-10 (the
+        tests hold the test logits to 1e-6 relative of solver="dense"). The
+        achieved error (a probed bound) is recorded in ``solver_info``.
+        Ignored by the exact solvers.
     dtype : {"float64", "float32"}, default "float64"
         The arithmetic of solver "kron"'s Kronecker products (the word of
         ``fastsd.train``): "float32" stores the factors in half the memory and
-        runs the products' GEMMs about twice as fast, at about 1e-6 relative
-        error per product (measured on 4 random vectors when the factors are
-        built and recorded as ``solver_info["kron_product_error"]``); the flow,
+        runs the products' GEMMs in float32, at float32's rounding error per
+        product (measured on 4 random vectors when the factors are built and
+        recorded as ``solver_info["kron_product_error"]``); the flow,
         the diagonal, the test logits and the solves stay float64. Needs
         solver "kron" or "auto" (which then takes "kron"; a ValueError where
-        "kron" cannot take the problem, e.g. sampled pairs). It pays from a
-        few dozen symbols up (0.71-0.83 of float64's time at d = 64-128,
-        L = 66-275, 5000 flow steps); at L ~ 24 "auto"'s float64 solve is faster.
+        "kron" cannot take the problem, e.g. sampled pairs). At small L
+        "auto"'s float64 solve is faster; ``bench/bench_kron.py --dtypes``
+        measures the gain at large L (see the docs' results page).
     steps : int, default 25000
         SGD steps of the flows (the paper's symbol runs use 25,000 or 50,000).
     alpha0 : float, optional

@@ -708,10 +708,9 @@ def eval_features(input_dim, width, n_test, models=1, sources=1):
 
 #: The least work (multiply-adds) of one job of a lone model's sparse step for fastsd's team
 #: to take it (``_threads.MIN_TEAM_WORK`` elsewhere): the step's six jobs each wake the helper
-#: and pass the GIL, and below this the split was slower than one thread at default threads
-#: (Intel Xeon, m = 512: PSVRT 5 x 5 894 against 648 us a step, Pentomino w8 2011 against 1683;
-#: PSVRT at m = 1024 1327 against 1103), above it faster (PSVRT m = 2048 1907 against 2120,
-#: Pentomino w8 m = 2048 2490 against 5984). An ensemble's models go a model a thread.
+#: and pass the GIL, and below this the split was slower than one thread at default threads,
+#: above it faster (``bench/bench_images.py`` times a lone model's step; see the docs'
+#: results page). An ensemble's models go a model a thread.
 SPARSE_TEAM_WORK = 10_000_000
 
 #: The sparse path's chunks: steps whose batches are drawn before its models train through

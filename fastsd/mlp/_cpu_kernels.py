@@ -481,8 +481,8 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
     are gathered per side in ``D[side, :n]`` (``rows[side, j]`` is the symbol
     of row j, ``slot[side, r]`` the row of symbol r, -1 on entry and exit),
     and the update of Q = K C is one BLAS GEMM per side, K[:, act] D_act
-    (``Kg`` and ``KD`` scratch), which is faster than row-by-row updates from
-    L = 8 on (2.3x at L = 64, 3.5-3.8x at L = 256-1024; at L = 2-4 they are even).
+    (``Kg`` and ``KD`` scratch), which is faster than row-by-row updates but at
+    the smallest L, where they are even.
     """
     L, m = P1.shape
     B = u.shape[0]

@@ -18,8 +18,8 @@ Cache
     machine sharing the home folder, an edited engine, an upgraded library) is
     ignored (``cached``).
 Probe
-    ``probe`` times the "cpu" engine at the shipped probe shapes, in under a
-    second: this machine's GEMM and scalar rates against the shipped prices'
+    ``probe`` times the "cpu" engine at the shipped probe shapes, a few short
+    runs: this machine's GEMM and scalar rates against the shipped prices'
     machine, which ``fastsd.mlp.costs`` scales the shipped prices by where no
     calibration is stored (cached by ``fastsd._probe``).
 """
@@ -131,8 +131,7 @@ def probe(repeats=5):
     Times the "cpu" engine at ``PROBE_SHAPES`` (one thread, its CPU time, ``fastsd._probe.clock``;
     the shapes take turns, ``repeats`` rounds, the fastest run of each kept) and fits the
     two factors to them: measured = f_gemm x (the shipped float32 prices' GEMM units) +
-    f_scalar x (their other units), by non-negative least squares on relative error. About
-    1 s once the kernels are loaded.
+    f_scalar x (their other units), by non-negative least squares on relative error.
 
     Returns
     -------

@@ -10,7 +10,7 @@ with ``time_model``; ``path="auto"`` chooses by the shipped prices instead
   ``fastsd.mlp.calibration``; source "calibrated");
 - else the shipped prices (``fastsd.mlp.prices.fallback``) scaled to this
   machine by the family's probe (``machine_factors``: its GEMM and scalar rates
-  against the shipped prices' machine, timed once in under a second and cached
+  against the shipped prices' machine, timed once at a few short shapes and cached
   by ``fastsd._probe``), and by the runs' own feedback (``fastsd._probe.correction``:
   measured over predicted CPU seconds of the latest scans); source "probed";
 - under ``FASTSD_COSTS=fallback`` the shipped prices as fitted, unscaled, even

@@ -58,7 +58,7 @@ def init_params(rng, width, input_dim, init="normal"):
         w = rng.standard_normal((width, input_dim)) * sigma
         a = rng.standard_normal(width) * sigma
     else:
-        from scipy.stats import truncnorm     # slow to import (~0.4 s): only when used
+        from scipy.stats import truncnorm     # slow to import: only when used
 
         w = truncnorm.rvs(-2, 2, size=(width, input_dim), random_state=rng) * sigma
         unit_std = truncnorm.std(-2, 2)

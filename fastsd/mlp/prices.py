@@ -207,9 +207,7 @@ class CostModel:
         its path, and its numbers, do not depend on the models around it. The sparse
         path's cost a model falls in such a group (the inputs and h0 are formed once),
         the dense path's does not: near their crossover a model alone may take the
-        sparse path when the dense one would have been faster alone (Pentomino at width
-        2: 1.00 against 1.13 ms a step alone, measured, but 0.70 against 1.12 in a group;
-        priced 1.06 against 1.07 alone, 0.67 against 1.06 in a group).
+        sparse path when the dense one would have been faster alone.
 
         ``entries`` is the task's pixels an image that the sparse path multiplies
         (``task.sparse_entries()``), ``inputs`` "images" or "stamps"

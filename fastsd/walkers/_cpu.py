@@ -9,7 +9,7 @@ exact ways of deciding a batch:
 * ``batch_direct``: sample by sample, as the paper states the process;
 * ``batch_pairs``: pair by pair from the batch's histogram of (u, v, coin),
   O(L^2) per batch instead of O(batch_size), used on the CPU when
-  L^2 <= batch_size (``use_pairs``; 2.5x faster at L = 16, batch 512).
+  L^2 <= batch_size (``use_pairs``).
 
 ``walk`` (sample by sample, generator inline, no allocation) is the loop that
 the CUDA kernels run (``_cuda`` calls these ``njit`` functions from device
