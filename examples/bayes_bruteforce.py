@@ -1,4 +1,5 @@
 """Generalizing-prior Bayes accuracy against a brute-force Monte Carlo (App. E.1).
+===============================================================================
 
 The brute force knows only the generative model: r ~ Bernoulli(1/2),
 s1 ~ N(0, I/d), s2 = s1 if r = 1 else an independent draw, z = s + eta with

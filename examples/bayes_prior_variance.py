@@ -1,4 +1,5 @@
 """Which symbol prior is right for App. E.1: N(0, I/d) or the printed N(0, sigma2 I/d)?
+====================================================================================
 
 App. E.1 writes the symbol prior inside the integral for p(z1, z2 | r = 1)
 as N(s; 0, sigma2/d). This script settles it against a Monte Carlo of the

@@ -1,4 +1,5 @@
 """Stability of the Bayes log-likelihood ratios at d = 1000, sigma2 = 0.0025 (App. E).
+===================================================================================
 
 At this size every density of App. E is far outside float64's range (the
 generalizing normaliser is about 2250^1000), so a direct evaluation of the

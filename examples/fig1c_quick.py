@@ -1,4 +1,5 @@
 """A tiny Fig. 1c with the Python API: test accuracy vs L, rich against lazy.
+==========================================================================
 
 Trains, for each number of training symbols L, a lazy (gamma = 1e-5/sqrt(d))
 and a rich (gamma = 1) centered MLP on the same-different task, all models of

@@ -1,4 +1,5 @@
-"""Checks of the visual task generators, measured from the pixels (issue 6 "Must show").
+"""Checks of the visual task generators, measured from the pixels
+==============================================================
 
 Prints: the pentomino piece counts (18 one-sided pieces, 12 free classes, 63
 fixed orientations) and, over 10^5 images, that different pairs are never

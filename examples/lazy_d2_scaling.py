@@ -1,4 +1,5 @@
 """How many training symbols the lazy regime needs as d grows (Fig. 1e, Theorem 2).
+================================================================================
 
 For each d, runs the gamma -> 0, infinite-width network (``lazy_cell``, the
 cells of Fig. 1e's limit panel: method "logistic_flow", the BCE gradient flow
@@ -32,6 +33,7 @@ import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
 
 import numpy as np
 
@@ -116,7 +118,7 @@ def describe(name, records, level, steps):
 
 def main():
     ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0] + " The default run (d up to 512, 25,000 steps) "
+        description=(__doc__ or "").split("\n")[0] + " The default run (d up to 512, 25,000 steps) "
         "took about 55 min on 2 cores; --quick about 2 min.")
     ap.add_argument("--quick", action="store_true",
                     help="defaults d = 16, 32, 64, L in 8..512, 5000 steps (instead of 25,000)")
@@ -134,7 +136,7 @@ def main():
     ap.add_argument("--out", default="results/lazy_d2_scaling.jsonl",
                     help="JSON-lines file of the cells, resumed when it exists "
                          "(default results/lazy_d2_scaling.jsonl)")
-    ap.add_argument("--workers", type=int, default=2, help="worker processes >= 1 (default 2)")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes >= 1 (default 2; 1: in this process)")
     ap.add_argument("--steps", type=int, help="SGD steps of every cell, >= 1000 (default "
                     f"{STEPS}; quick 5000)")
     ap.add_argument("--width", type=int, help="also bisect finite lazy networks of this "
@@ -180,12 +182,16 @@ def main():
                                             or r.get("dtype", "float64") == args.dtype):
                 done[r["d"], r["L"], r["seed"], r.get("width")] = r
     records = {k: [] for k in kinds}
-    with ProcessPoolExecutor(args.workers) as pool:
-        jobs = {pool.submit(search, d, k, grid, args.seeds, args.level, steps, args.out,
-                            done, args.dtype): k
-                for d in sorted(args.ds, reverse=True) for k in kinds}
-        for job in as_completed(jobs):
-            records[jobs[job]] += job.result()
+    searches = [(k, (d, k, grid, args.seeds, args.level, steps, args.out, done, args.dtype))
+                for d in sorted(args.ds, reverse=True) for k in kinds]
+    if args.workers == 1:                   # in this process
+        for k, job in searches:
+            records[k] += search(*job)
+    else:       # spawned, not forked: a fork of a process that ran Numba's threads can die
+        with ProcessPoolExecutor(args.workers, mp_context=get_context("spawn")) as pool:
+            jobs = {pool.submit(search, *job): k for k, job in searches}
+            for job in as_completed(jobs):
+                records[jobs[job]] += job.result()
     for k in kinds:
         describe("exact limit" if k is None else f"lazy networks of width {k}", records[k],
                  args.level, steps)

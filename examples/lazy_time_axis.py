@@ -1,5 +1,5 @@
-"""L*(d) along the lazy regime's time axis: the limit and lazy networks read at every step
-of a log schedule.
+"""L*(d) along the lazy regime's time axis: the limit and lazy networks read at every step of a log schedule.
+==========================================================================================================
 
 The paper reads Fig. 1e's accuracy as the best of evaluations every 1000 steps. This
 script reads it at t = 1, 2, 3, 5, 10, 20, ... steps (``eval_at="log"``,
@@ -106,7 +106,7 @@ def check(parser, args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="d = 16, 32, L up to 2 d, 300 steps")
     p.add_argument("--ds", type=int, nargs="+", default=[64, 128, 256, 512],

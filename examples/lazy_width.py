@@ -1,4 +1,5 @@
 """Width convergence: lazy networks of width m against the exact lazy limit.
+=========================================================================
 
 For each cell (d, L) the script trains lazy networks (gamma = 1e-5/sqrt(d), the
 paper's "gamma ~ 0", ``fastsd.train``) at every width m and compares them with
@@ -143,7 +144,7 @@ def plot(rows, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="cells 16:12 16:32, widths 256 1024 4096, 1000 steps (about 2 min)")
     ap.add_argument("--cells", type=cell_spec, nargs="+",

@@ -1,4 +1,5 @@
 """The kernel mean-difference classifier against its theory, over L and d.
+=======================================================================
 
 The lazy limit's flow starts along the classifier sign(mean of K(x, .) over the same
 training pairs - mean over the different ones) (``lazy_limit(method="mean_difference")``).
@@ -37,7 +38,7 @@ def cell(d, L, seed, n_test):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--quick", action="store_true", help="d = 64, 256; L = 4, 16; 2 seeds")
     p.add_argument("--ds", type=int, nargs="+", default=[64, 256, 1024],
                    help="symbol dimensions d (default 64 256 1024)")

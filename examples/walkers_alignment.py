@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Walker alignment and norm ratio against training time (App. C.4.1-C.4.2).
+=========================================================================
 
-App. C.4 argues that v1.v2 / (|v1||v2|) -> +1 for a > 0 (parallel) and -1
-for a < 0 (antiparallel), with |v1| = |v2|, as t grows. This prints, for
-growing ``n_iters``, the alignment and |v1| / |v2| over the walkers (mean +-
+App. C.4 argues that ``v1.v2 / (|v1||v2|)`` -> +1 for a > 0 (parallel) and -1
+for a < 0 (antiparallel), with ``|v1| = |v2|``, as t grows. This prints, for
+growing ``n_iters``, the alignment and ``|v1| / |v2|`` over the walkers (mean +-
 2 sd; walkers with a zero vector are skipped) at L = 16, batch 512. Each
 ``n_iters`` is a fresh run with the same seed, so the rows are the same
 walkers observed at later times.
@@ -21,7 +22,7 @@ from fastsd.walkers import simulate, summary
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--iters", type=int, nargs="+", default=[1, 3, 10, 30, 100, 300, 1000])
     p.add_argument("--walkers", type=int, default=100)
     p.add_argument("--L", type=int, default=16)

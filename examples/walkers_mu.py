@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """mu of the walker ensemble as App. C.4 measures it: L = 16, batch 512, 100 runs.
+===============================================================================
 
 The paper reports mu (mixed-sign category, s1 s2 < 0) = 0.508 +- 0.056 for
 a > 0 and 0.499 +- 0.009 for a < 0 (mean +- 2 sd over 100 runs). One run is
@@ -19,7 +20,7 @@ from fastsd.walkers import CATEGORIES, simulate
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--runs", type=int, default=100)
     p.add_argument("--L", type=int, default=16)

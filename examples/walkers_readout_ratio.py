@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Readout magnitude ratio |mean a-| / |mean a+| of trained rich networks (App. C.4.3).
+"""Readout magnitude ratio of trained rich networks (App. C.4.3)
+=============================================================
 
 The paper reports 1.56 +- 0.09 for L = 32 and 0.99 +- 0.07 for L = 2 (mean +-
 2 sd over 10 runs; m = 1024, d = 512). It does not state the training length;
@@ -68,7 +69,7 @@ def measure(L, seeds, steps, width, d, convention):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--L", type=int, nargs="+", default=[32, 2])
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--steps", type=int, default=5000)

@@ -1,6 +1,6 @@
 """Scans on a job-queue cluster through dask-jobqueue (fastsd.scan.cluster, `--cluster`).
 
-- The README's SLURM recipe, read from the README itself, gives jobs of single-threaded
+- The cluster how-to's SLURM recipe (docs/howto/cluster.md), read from the page itself, gives jobs of single-threaded
   workers with its directives (the job script dask-jobqueue would submit);
 - a scan through dask-jobqueue's local cluster of 4 worker processes, one of them killed
   mid-run, stores the same records as a serial run, none lost;
@@ -22,13 +22,13 @@ dask = pytest.importorskip("dask")
 
 from fastsd.scan.cluster import jobqueue_client, jobqueue_cluster  # noqa: E402
 
-README = os.path.join(os.path.dirname(__file__), os.pardir, "README.md")
+RECIPE = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "howto", "cluster.md")
 
 
 def _readme_jobqueue_yaml():
-    text = open(README, encoding="utf-8").read()
+    text = open(RECIPE, encoding="utf-8").read()
     block = re.search(r"```yaml\n(# ~/.config/dask/jobqueue.yaml\n.*?)```", text, re.S)
-    assert block, "the README's SLURM recipe (a ```yaml block for jobqueue.yaml) is missing"
+    assert block, "the cluster how-to's SLURM recipe (a ```yaml block for jobqueue.yaml) is missing"
     return block.group(1)
 
 

@@ -126,3 +126,24 @@ def test_optional_modules_are_imported_only_where_guarded(folder):
     offenders = [f"{m} at {where}" for m, where, top in _third_party_imports(folder)
                  if m in OPTIONAL and top]
     assert not offenders, f"optional modules imported at module level: {offenders}"
+
+
+def test_the_docs_build_needs_only_the_docs_extra():
+    # `pip install -e ".[docs]"` then sphinx-build (the README's third command): every module
+    # docs/conf.py and its extensions import, and every extension and theme conf.py names,
+    # comes from fastsd's requirements or the docs extra.
+    pytest.importorskip("sphinx")
+    import runpy
+
+    declared = _declared("fastsd", ["docs"])
+    local = {p.stem for p in (ROOT / "docs" / "_ext").glob("*.py")} | {"fastsd"}
+    conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
+    wanted = [(name.split(".")[0], f"docs/conf.py: extensions") for name in conf["extensions"]]
+    wanted.append((conf["html_theme"], "docs/conf.py: html_theme"))
+    for path in [ROOT / "docs" / "conf.py", *sorted((ROOT / "docs" / "_ext").glob("*.py"))]:
+        wanted += [(m, f"{path.relative_to(ROOT)}:{line}") for m, line, _ in _imports(path)]
+    missing = [f"{m} ({where}; provided by {sorted(_providers(m)) or 'nothing installed'})"
+               for m, where in wanted
+               if m not in local and m not in sys.stdlib_module_names
+               and not _providers(m) & declared]
+    assert not missing, "declare them in setup.cfg's docs extra: " + ", ".join(missing)

@@ -182,6 +182,23 @@ def test_the_scan_bar_counts_predicted_time(tmp_path, capsys):
     assert "s (mlp): 0/4 cells; predicted 0:00:" in err and "on 1 worker" in err
 
 
+def test_the_bars_of_a_run_of_several_parts_name_each_part_and_predict_the_whole_run(
+        tmp_path, capsys):
+    from fastsd.scan import run_many
+
+    grids = [(Grid(L=[2, 4], gamma=[1.0], seed=[0], **FIXED), "mlp", tmp_path / "a-mlp.jsonl"),
+             (Grid(L=[3], gamma=[1.0], seed=[0, 1], **FIXED), "mlp", tmp_path / "b-mlp.jsonl")]
+    run_many(grids, "serial", backend="cpu", progress=True)
+    lines = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    first = [ln for ln in lines if ln.startswith("a-mlp: 0/2 cells")]
+    second = [ln for ln in lines if ln.startswith("b-mlp: 0/2 cells")]
+    # the first bar carries the run's prediction once, for both parts; the other none
+    assert first and "; predicted 0:00:" in first[0] and "for the 2 parts on 1 worker" in first[0]
+    assert second and "predicted" not in second[0]
+    assert any(ln.startswith("a-mlp: 2/2 cells 100%") for ln in lines)
+    assert any(ln.startswith("b-mlp: 2/2 cells 100%") for ln in lines)
+
+
 def test_a_dry_run_on_n_workers_schedules_the_groups_as_the_run_hands_them_out(tmp_path,
                                                                                 capsys, monkeypatch):
     from fastsd.reproduce import plan

@@ -89,9 +89,7 @@ def test_the_example_passes_the_limit_dtype_and_keeps_dtypes_apart(tmp_path, mon
         monkeypatch.setattr("sys.argv", ["x", "--ds", "64", "--seeds", "0", "--steps", "1000",
                                          "--L-range", "32", "512", "--workers", "1",
                                          "--dtype", dtype, "--out", out])
-        from concurrent.futures import ThreadPoolExecutor
-        monkeypatch.setattr(ex, "ProcessPoolExecutor", ThreadPoolExecutor)
-        n = len(seen)
+        n = len(seen)                           # --workers 1: in this process
         ex.main()
         assert set(seen[n:]) <= {dtype}
     first = seen.count("float32")
@@ -150,7 +148,9 @@ def test_the_example_quick_keeps_the_ds_asked_for(tmp_path, monkeypatch, capsys)
     from concurrent.futures import ThreadPoolExecutor
     ex = _example()
     asked = []
-    monkeypatch.setattr(ex, "ProcessPoolExecutor", ThreadPoolExecutor)
+    spawned = []        # the pool's start method: spawned (a fork of Numba's threads can die)
+    monkeypatch.setattr(ex, "ProcessPoolExecutor", lambda n, mp_context: spawned.append(
+        mp_context.get_start_method()) or ThreadPoolExecutor(n))
     monkeypatch.setattr(ex, "search", lambda d, width, grid, seeds, level, steps, out, done,
                         dtype: asked.append((d, width or 0, steps, grid[0], grid[-1])) or [])
     monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "32",
@@ -166,7 +166,13 @@ def test_the_example_quick_keeps_the_ds_asked_for(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "--width", "64",
                                      "--no-limit", "--out", str(tmp_path / "q.jsonl")])
     ex.main()
-    assert asked == [(16, 64, 5000, 8, 476)]
+    assert asked == [(16, 64, 5000, 8, 476)] and set(spawned) == {"spawn"}
+    asked.clear()                                   # --workers 1: in this process, no pool
+    monkeypatch.setattr(ex, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a pool"))
+    monkeypatch.setattr("sys.argv", ["x", "--quick", "--ds", "16", "32", "--workers", "1",
+                                     "--out", str(tmp_path / "q.jsonl")])
+    ex.main()
+    assert sorted(asked) == [(16, 0, 5000, 8, 476), (32, 0, 5000, 8, 476)]
 
 
 def test_the_example_network_cell_trains_on_the_limit_cells_symbols(monkeypatch):

@@ -223,7 +223,7 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
     workers = workers_of(executor, target)
     with contextlib.ExitStack() as stack:
         bars = [_bar(stack, progress, p, [it for it in items if it.part == k], n_done[k],
-                     workers, executor, len(parts))
+                     workers, executor, items if k == 0 else None)
                 for k, p in enumerate(parts)]
         for i, outcome, error in submit_groups(executor, jobs, threads):
             it = items[i]
@@ -261,15 +261,20 @@ def _bar_text(part, done, tail=""):
     return f"{name}: {done}/{len(part.cells)} cells{tail}"
 
 
-def _bar(stack, progress, part, items, n_done, workers, executor, n_parts):
+def _bar(stack, progress, part, items, n_done, workers, executor, run_items=None):
     """A part's progress bar, entered on ``stack``, named by its store and predictor
     (``_bar_text``). It counts predicted work (seconds on one thread, where the predictor has
     a model), so that its percentage and tqdm's time left follow the time, not the cell
-    count; a run of one part also shows its predicted wall time."""
-    modelled = bool(items) and items[0].modelled
-    first = (f"; predicted {_progress.clock(predicted_wall([it.work for it in items], workers))}"
-             f" on {workers} worker{'s' * (workers > 1)}"
-             if modelled and n_parts == 1 and executor in (None, "serial") else "")
+    count. The first part's bar (``run_items``: every part's items) also shows the predicted
+    wall time of the run's modelled cells on local workers: the part's own where it is the
+    only part, else that of all parts, which share the workers."""
+    modelled = [it.work for it in run_items or () if it.modelled]
+    first = ""
+    if modelled and executor in (None, "serial"):
+        n_parts = len({it.part for it in run_items})
+        first = (f"; predicted {_progress.clock(predicted_wall(modelled, workers))}"
+                 + (f" for the {n_parts} parts" if n_parts > 1 else "")
+                 + f" on {workers} worker{'s' * (workers > 1)}")
     return stack.enter_context(_progress.bar(
         progress, total=sum(it.work for it in items) if items else 1, initial=0 if items else 1,
         smoothing=0, desc=_bar_text(part, n_done, first),

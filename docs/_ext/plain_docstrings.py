@@ -1,0 +1,52 @@
+"""Read fastsd's docstrings as the plain text they are written in.
+
+The docstrings are written for ``help()`` at the terminal and use the field's plain-text
+notation: ``|x|`` is a norm, ``|v1.v2|`` an absolute value. In reStructuredText a pair of
+bars is a substitution reference, so Sphinx would report "Undefined substitution" and drop
+the text. Before numpydoc reads a docstring, this extension escapes every bar outside code
+(inline literals, roles, literal blocks, directives' content and doctests), so the page shows
+what ``help()`` shows.
+"""
+import re
+
+#: Inline spans left as they are: ``literal``, `interpreted` and :role:`text`.
+_CODE = re.compile(r"(``.+?``|(?::[\w:+-]+:)?`[^`]+`_{0,2})")
+
+
+def _escape(text):
+    """``text`` with every ``|`` outside inline code spans escaped."""
+    parts = _CODE.split(text)
+    return "".join(p if i % 2 else p.replace("|", r"\|") for i, p in enumerate(parts))
+
+
+def escape_bars(lines):
+    """Escape the bars of a docstring's lines in place (see the module's docstring)."""
+    block_indent = None         # the indent a literal block or directive's content is under
+    doctest = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if block_indent is not None:
+            if not stripped or indent > block_indent:
+                continue
+            block_indent = None
+        if doctest:
+            if stripped:
+                continue
+            doctest = False
+        if stripped.startswith(">>>"):
+            doctest = True
+            continue
+        if stripped.endswith("::") or stripped.startswith(".. "):
+            block_indent = indent
+        lines[i] = _escape(line)
+
+
+def _process(app, what, name, obj, options, lines):
+    escape_bars(lines)
+
+
+def setup(app):
+    """Run before numpydoc (priority 500) turns the sections into reST."""
+    app.connect("autodoc-process-docstring", _process, priority=100)
+    return {"parallel_read_safe": True}
