@@ -7,7 +7,9 @@ measurement is the wall time of the real run that follows, each in a fresh proce
 (imports, compiles from the cache and the run, as a user waits for them), into a
 fresh folder:
 
-- ``fig1c-quick`` and ``fig3-quick``: ``fastsd reproduce <figure> --quick``;
+- ``fig1c-quick`` and ``fig3-quick``: ``fastsd reproduce <figure> --quick`` (any
+  ``<figure>-quick`` of ``fastsd reproduce --help`` may be asked for, and
+  ``--figures all`` times every figure's ``--quick`` preset instead of the cases);
 - ``fig1c-12``: 12 cells of the full Fig. 1c not in its quick grid (d = 256, L = 32
   and 64, its 6 gammas, seed 0, 25,000 steps, m = 1024);
 - ``lazy-512-f32`` and ``lazy-512-f64``: a lazy-limit cell (d = 256, L = 512, the
@@ -24,10 +26,13 @@ Run from the repository root::
 
     python bench/bench_predictions.py --load 0
     python bench/bench_predictions.py --load 2
+    python bench/bench_predictions.py --figures all     # every figure's --quick, ~17 min
     PYTHONPATH=/tmp/before python bench/bench_predictions.py --load 2 --predict-only
 
 It prints a table (predicted, measured, measured / predicted) and appends one JSON
 line per case to ``bench/out/bench_predictions.jsonl``. A benchmark, not a test.
+Run a figure once before timing it (or any figure, the first time after a change to
+fastsd), so that its Numba kernels load from the cache rather than compile.
 """
 import argparse
 import contextlib
@@ -115,15 +120,28 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default=",".join(CASES),
                     help=f"comma-separated, of {', '.join(CASES)} (default all)")
+    ap.add_argument("--figures", default="",
+                    help="comma-separated figures, or 'all': time each figure's --quick preset "
+                         "(cases <figure>-quick) instead of --cases")
     ap.add_argument("--load", type=int, default=0, help="busy processes beside (default 0)")
     ap.add_argument("--predict-only", action="store_true", help="read the predictions only")
     ap.add_argument("--out", default="bench/out/bench_predictions.jsonl")
     args = ap.parse_args(argv)
-    cases = [c for c in args.cases.split(",") if c]
-    bad = [c for c in cases if c not in CASES]
+    from fastsd.figures import FIGURES
+
+    quick = tuple(f"{f}-quick" for f in FIGURES)
+    if args.figures:
+        figures = FIGURES if args.figures == "all" else [f for f in args.figures.split(",") if f]
+        bad = [f for f in figures if f not in FIGURES]
+        if bad:
+            ap.error(f"--figures must be 'all' or among {', '.join(FIGURES)}; got {bad}")
+        cases = [f"{f}-quick" for f in figures]
+    else:
+        cases = [c for c in args.cases.split(",") if c]
+    bad = [c for c in cases if c not in CASES + quick]
     if bad or args.load < 0:
-        ap.error(f"--cases must be among {', '.join(CASES)} and --load >= 0; got {args.cases!r}, "
-                 f"{args.load}")
+        ap.error(f"--cases must be among {', '.join(dict.fromkeys(CASES + quick))} and "
+                 f"--load >= 0; got {args.cases!r}, {args.load}")
     import fastsd
     from fastsd._threads import cpu_model
 
@@ -135,8 +153,10 @@ def main(argv=None):
     with load(args.load):
         for case in cases:
             predicted, which, wall, busy = run_case(case, args.predict_only)
-            ratio = f"{wall / predicted:>10.2f}" if wall else f"{'':>10}"
-            print(f"{case:<14}{predicted:>9.1f}s{which:>8}"
+            # a figure whose time is not modelled (fig1a, figA1, figC1) is predicted as None
+            ratio = f"{wall / predicted:>10.2f}" if wall and predicted else f"{'':>10}"
+            pred = f"{predicted:.1f}s" if predicted is not None else "-"
+            print(f"{case:<14}{pred:>10}{which if predicted is not None else '-':>8}"
                   f"{(f'{wall:.1f}s' if wall else '-'):>10}{ratio}"
                   f"{(f'{busy:.1f}' if busy is not None else '-'):>6}", flush=True)
             with open(args.out, "a") as fh:

@@ -196,9 +196,11 @@ def _fmt(seconds):
 
 
 def main(argv=None):
-    from fastsd.figures import GRID_FIGURES, get_preset
+    from fastsd import figures
+    from fastsd.figures import get_preset
 
-    full = list(GRID_FIGURES)
+    # Every figure is a preset of scan grids since 4738ff1 (GRID_FIGURES is gone).
+    full = list(getattr(figures, "GRID_FIGURES", figures.FIGURES))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--presets", default=",".join(full),
                     help=f"comma-separated figures (default: every grid preset: {','.join(full)})")
