@@ -32,10 +32,11 @@ extensions = [
 templates_path = ["_templates"]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
+exclude_patterns = ["_build", "_generated", "auto_examples/*.ipynb", "auto_examples/*.py",
                     "auto_examples/*.zip", "auto_examples/*.json", "auto_examples/*.md5"]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
+smartquotes = False              # `--quick` stays two hyphens, as typed at the terminal
 
 autosummary_generate = True
 autodoc_default_options = {"members": False}

@@ -1,10 +1,10 @@
 """Closed-form arc-cosine kernels and NTK against Monte Carlo, exact values, and finite widths.
 ============================================================================================
 
-1. For norms ``|x|``, ``|y|`` in {0.4, 1, 2, 3} and cosines u from -0.99 to 0.999, the
+1. For norms of x and y in {0.4, 1, 2, 3} and cosines u from -0.99 to 0.999, the
    closed forms k0, k1 (= nngp) and ntk against 1e6-sample Monte Carlo over
    w ~ N(0, I), reported as z = (MC mean - closed form) / MC standard error.
-2. ``ntk(x, x) = |x|^2``, ``ntk(x, -x) = 0`` in float32 and float64 on 1024-dim
+2. ntk(x, x) equal to the squared norm of x, ntk(x, -x) = 0 in float32 and float64 on 1024-dim
    random inputs, homogeneity ntk(c x, y) = c ntk(x, y), no NaN.
 3. The empirical NTK of finite centered networks (``empirical_ntk``) against
    ntk: RMS error over widths 64 .. 16384 (8 seeds each) and the fitted slope

@@ -2,9 +2,9 @@
 """Walker alignment and norm ratio against training time (App. C.4.1-C.4.2).
 =========================================================================
 
-App. C.4 argues that ``v1.v2 / (|v1||v2|)`` -> +1 for a > 0 (parallel) and -1
-for a < 0 (antiparallel), with ``|v1| = |v2|``, as t grows. This prints, for
-growing ``n_iters``, the alignment and ``|v1| / |v2|`` over the walkers (mean +-
+App. C.4 argues that the cosine of the two halves v1, v2 of a walker's vector tends to +1
+for a > 0 (parallel) and -1 for a < 0 (antiparallel), with equal norms, as t grows. This
+prints, for growing ``n_iters``, the alignment and the norm ratio over the walkers (mean +-
 2 sd; walkers with a zero vector are skipped) at L = 16, batch 512. Each
 ``n_iters`` is a fresh run with the same seed, so the rows are the same
 walkers observed at later times.

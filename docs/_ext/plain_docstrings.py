@@ -50,3 +50,27 @@ def setup(app):
     """Run before numpydoc (priority 500) turns the sections into reST."""
     app.connect("autodoc-process-docstring", _process, priority=100)
     return {"parallel_read_safe": True}
+
+
+def cli_parser():
+    """``fastsd``'s argparse parser with its texts escaped as the docstrings are, for the CLI
+    reference (sphinx-argparse reads descriptions, help and epilogs as reST)."""
+    import argparse
+
+    from fastsd.cli import build_parser
+
+    def escape(parser):
+        for attr in ("description", "epilog"):
+            if getattr(parser, attr):
+                setattr(parser, attr, _escape(getattr(parser, attr)))
+        for action in parser._actions:
+            if action.help and action.help is not argparse.SUPPRESS:
+                action.help = _escape(action.help)
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:
+                    choice.help = _escape(choice.help) if choice.help else choice.help
+                for sub in set(action.choices.values()):
+                    escape(sub)
+        return parser
+
+    return escape(build_parser())
