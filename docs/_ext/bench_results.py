@@ -23,6 +23,8 @@ def _machine(m):
         blas = blas[0] if blas else {}
     kernel = blas.get("architecture") or blas.get("corename") or ""
     parts = [f"{m.get('cpu', '?')}, {m.get('logical_cpus', '?')} logical CPUs"]
+    if m.get("gpu"):
+        parts.append(f"GPU {m['gpu']}")
     if m.get("gemm_gflops_f32"):
         parts.append(f"measured GEMM peak {m['gemm_gflops_f32']:.0f} GFLOP/s fp32, "
                      f"{m.get('gemm_gflops_f64', 0):.0f} fp64")
