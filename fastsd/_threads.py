@@ -1,6 +1,6 @@
 """fastsd's threads: how many, and the team that runs work in fixed parts.
 
-The policy (README, "Threads"):
+The policy (docs/howto/paths.md, "Reproducibility and threads"):
 
 * BLAS runs on one thread inside fastsd's computations (``compute``). OpenBLAS's
   own threads split a GEMM by the thread count (its float32 Haswell kernel then

@@ -91,7 +91,7 @@ def log_likelihood_ratio(z1, z2, sigma2, prior="generalizing", symbols=None):
     same and different this is also the log posterior odds, and the
     Bayes-optimal classifier says "same" where llr >= 0 (Eq. E.1).
 
-    Generalizing prior (App. E.1; symbols s ~ N(0, I/d), see the module notes
+    Generalizing prior (App. E.1; symbols s ~ N(0, I/d), see ``help(fastsd.bayes)``
     on the paper's sigma2/d), with S = |z1|^2 + |z2|^2, D = |z1 - z2|^2:
 
         llr = d log(1 + sigma2) - (d/2) log(sigma2 (2 + sigma2))
@@ -104,7 +104,7 @@ def log_likelihood_ratio(z1, z2, sigma2, prior="generalizing", symbols=None):
               - [LSE_{i != j} (a_i + b_j) - log(L (L - 1))],
 
     the second sum over ordered pairs of distinct symbols, computed exactly
-    in O(L) per pair (module notes).
+    in O(L) per pair (``help(fastsd.bayes)``).
 
     Parameters
     ----------

@@ -89,8 +89,8 @@ def _add_reproduce_parser(sub):
                        help="run on --workers N Dask workers in jobs that dask-jobqueue submits "
                             "to a batch scheduler: " + ", ".join(k for k in CLUSTER_KINDS
                                                                  if k != "local")
-                            + " (the jobs as described in ~/.config/dask/jobqueue.yaml: README, "
-                              "'On a cluster'), or local (the same jobs as processes here); "
+                            + " (the jobs as described in ~/.config/dask/jobqueue.yaml: "
+                              "docs/howto/cluster.md), or local (the same jobs as processes here); "
                               "needs the [cluster] extra")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -464,7 +464,7 @@ WALKERS = Spec(
     Param("L", "int", "number of training symbols L", minimum=2, maximum=1 << 16),
     Param("batch_size", "int", "samples per batch N (any N >= 1; App. C.3)", minimum=1),
     Param("n_iters", "int", "batches per run", minimum=1),
-    Param("readout", "sign", "readout sign a, +1 or -1", 1),
+    Param("readout", "sign", "readout sign a", 1),
     Param("n_walkers", "int", "independent walkers (runs)", 100, minimum=1),
     seed_param(),
     Param("walker_offset", "int", "global index of the first walker", 0, minimum=0),

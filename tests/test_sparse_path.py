@@ -213,10 +213,20 @@ def test_path_sparse_runs_the_sparse_engine(monkeypatch):
 
 
 def test_the_sparse_path_is_refused_where_it_does_not_apply():
-    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto' for SameDifferent"
-                                         r".*sparse path needs"):
+    # the valid paths named are those of this task on this backend (they were always
+    # 'dense' or 'auto', leaving out 'symbol' here and 'sparse' for the image tasks)
+    with pytest.raises(ValueError, match=r"`path` must be 'dense', 'symbol' or 'auto' for "
+                                         r"SameDifferent.* with backend 'cpu'.*sparse path needs"):
         train(SameDifferent(d=8, L=4, seed=0), gamma=1.0, width=8, steps=10, path="sparse",
               backend="cpu")
+    with pytest.raises(ValueError, match=r"`path` must be 'dense', 'sparse' or 'auto' for "
+                                         r"Pentomino.*symbol-basis path needs.*got 'symbol'"):
+        train(Pentomino(width=2, n_train_shapes=4, seed=0), gamma=1.0, width=8, steps=10,
+              path="symbol", backend="cpu")
+    with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto' for SameDifferent"
+                                         r".* with backend 'numpy'.*sparse path needs"):
+        train(SameDifferent(d=8, L=4, seed=0), gamma=1.0, width=8, steps=10, path="sparse",
+              backend="numpy")
     with pytest.raises(ValueError, match=r"`path` must be 'dense' or 'auto' with backend "
                                          r"'numpy'; got 'sparse'"):
         train(PSVRT(patch=2, n_patches=2, n_train_patterns=4, seed=0), gamma=1.0, width=8,

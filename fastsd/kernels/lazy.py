@@ -195,7 +195,8 @@ def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=
                eval_at=None, batch_size=128, backend="auto", progress=False):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
-    See the module notes for the limiting kernel (ntk, App. D), the
+    See ``help(fastsd.kernels.lazy)`` and the lazy-limit how-to (docs/howto/lazy-limit.md)
+    for the limiting kernel (ntk, App. D), the
     function-space dynamics with its time scale (one SGD step = alpha0 units
     of kernel time, App. F, G.1) and the d-independent pair structure.
 
@@ -226,7 +227,7 @@ default "logistic_flow"
     kernel : {"ntk", "nngp"}, default "ntk"
         "ntk": the limit of networks with both layers trained (``fastsd.train``);
         "nngp": the limit of networks with only the readout trained, the
-        hidden layer frozen at initialisation (kernel k1; module notes).
+        hidden layer frozen at initialisation (kernel k1; ``help(fastsd.kernels.lazy)``).
     pairs : "all", int or int array of shape (P, 2)
         "all": the L^2 ordered pairs (L same, L(L-1) different), weighted as
         the training distribution. n: a sample of n pairs, min(n // 2, L)

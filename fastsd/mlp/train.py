@@ -71,6 +71,8 @@ class TrainResult:
         True when the training loss became NaN or inf; the accuracies are then
         those of a broken model.
 
+    Notes
+    -----
     The settings are also read-only attributes over ``config``: ``gamma``,
     ``d``, ``L``, ``sigma2``, ``width``, ``steps``, ``seed``, ``batch_size``,
     ``alpha0``, ``lr``, ``eval_every``, ``eval_at``, ``n_test``, ``init``, ``backend``,
@@ -201,14 +203,15 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
     """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one by
     the backend's shipped prices (``fastsd.mlp.prices.path_model``: never a measured time),
     for this model alone (symbol tasks) or in a seed's group (image tasks, ``choose_images``)."""
-    if path == "symbol" and not task.has_symbol_basis:
-        raise ValueError(
-            f"`path` must be 'dense' or 'auto' for {task!r}: the symbol-basis path needs a "
-            f"task whose inputs lie in the span of fixed symbols (sigma2 = 0); got 'symbol'.")
-    if path == "sparse" and not task.has_sparse_inputs:
-        raise ValueError(
-            f"`path` must be 'dense' or 'auto' for {task!r}: the sparse path needs a task whose "
-            f"training inputs are mostly zeros (PSVRT, Pentomino); got 'sparse'.")
+    applies = {"symbol": task.has_symbol_basis, "sparse": task.has_sparse_inputs}
+    if not applies.get(path, True):
+        valid = [repr(p) for p in [*module.ENGINES, "auto"] if applies.get(p, True)]
+        why = {"symbol": "the symbol-basis path needs a task whose inputs lie in the span of "
+                         "fixed symbols (sigma2 = 0)",
+               "sparse": "the sparse path needs a task whose training inputs are mostly zeros "
+                         "(PSVRT, Pentomino)"}[path]
+        raise ValueError(f"`path` must be {', '.join(valid[:-1])} or {valid[-1]} for {task!r} "
+                         f"with backend {backend!r}: {why}; got {path!r}.")
     if path != "auto":
         if path not in module.ENGINES:
             allowed = " or ".join(repr(p) for p in [*module.ENGINES, "auto"])

@@ -6,7 +6,7 @@ processes, and returns a ``distributed.Client`` on it: an executor for
 ``fastsd.scan.run`` and ``fastsd.reproduce`` (``fastsd reproduce --cluster``).
 The jobs' queue, account, memory, walltime and cores come from the user's Dask
 configuration (``~/.config/dask/jobqueue.yaml``, section ``jobqueue.<kind>``;
-README, "On a cluster") or from ``options``. fastsd runs each group on one
+the documentation's docs/howto/cluster.md) or from ``options``. fastsd runs each group on one
 thread, so a job's ``processes`` should equal its ``cores``. Closing the client
 closes the cluster, which cancels its jobs.
 
@@ -85,7 +85,7 @@ def jobqueue_cluster(kind, log_directory=None, **options):
                          f"Give the jobs' cores, "
                          f"processes (= cores: fastsd's workers use one thread), memory, "
                          f"queue and walltime in ~/.config/dask/jobqueue.yaml under "
-                         f"jobqueue.{kind} (README, \"On a cluster\").") from None
+                         f"jobqueue.{kind} (docs/howto/cluster.md).") from None
 
 
 def _import_jobqueue():
@@ -171,7 +171,7 @@ def check_submission(cluster, kind):
                    "`queue`, `cores`, `memory` and `walltime` to what the queue allows")
         raise ValueError(f"`cluster` {kind!r}: the scheduler refuses its jobs ({reason}); fix: "
                          f"set {key} under jobqueue.{kind} in ~/.config/dask/jobqueue.yaml "
-                         f"(README, \"On a cluster\"). Nothing was submitted.")
+                         f"(docs/howto/cluster.md). Nothing was submitted.")
     return " ".join((done.stderr + done.stdout).replace("sbatch:", "").split())
 
 
@@ -408,7 +408,7 @@ class JobWatcher:
         wait = max(now - self._first_seen[n] for n in names)
         self._say(f"{len(names)} job(s) ({', '.join(ids)}) have waited {wait:.0f} s in the "
                   f"queue{f' ({reasons})' if reasons else ''}; the scan runs on the workers that "
-                  f"join (check the jobs' size against the queue: README, \"On a cluster\"; "
+                  f"join (check the jobs' size against the queue: docs/howto/cluster.md; "
                   f"FASTSD_PENDING_REPORT sets this wait)")
 
     def start(self):
