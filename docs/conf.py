@@ -39,7 +39,6 @@ myst_heading_anchors = 3
 smartquotes = False              # `--quick` stays two hyphens, as typed at the terminal
 
 autosummary_generate = True
-autodoc_default_options = {"members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 

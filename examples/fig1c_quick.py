@@ -4,8 +4,8 @@
 Trains, for each number of training symbols L, a lazy (gamma = 1e-5/sqrt(d))
 and a rich (gamma = 1) centered MLP on the same-different task, all models of
 one L in one lockstep ensemble, and prints the best test accuracy on unseen
-symbols next to the rich-regime theory (Eq. 3). Runs in about a minute on two
-cores; ``fastsd reproduce fig1c --quick`` is the larger, resumable version.
+symbols next to the rich-regime theory (Eq. 3). ``fastsd reproduce fig1c --quick`` is
+the larger, resumable version.
 
     python examples/fig1c_quick.py
 """

@@ -7,7 +7,7 @@ the same piece after rotation; for PSVRT over 10^5 training and 10^5 test
 images, the label split, overlaps, identical patterns in different images
 and test patterns found in the training set; and the errors for bad input.
 Each image is decoded from its pixels (cells of the grid), not from the
-generator's indices. About a minute on two cores.
+generator's indices.
 
     python examples/image_task_checks.py
 """

@@ -118,8 +118,8 @@ def describe(name, records, level, steps):
 
 def main():
     ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n")[0] + " The default run (d up to 512, 25,000 steps) "
-        "took about 55 min on 2 cores; --quick about 2 min.")
+        description=(__doc__ or "").split("\n")[0] + " The default run: d up to 512, "
+        "25,000 steps (long: use --workers); --quick: d = 16, 32, 64, 5000 steps.")
     ap.add_argument("--quick", action="store_true",
                     help="defaults d = 16, 32, 64, L in 8..512, 5000 steps (instead of 25,000)")
     ap.add_argument("--ds", type=int, nargs="+",

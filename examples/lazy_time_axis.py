@@ -22,8 +22,8 @@ evaluations of the same runs), with the power-law and affine fits of L*(d) and t
 bootstrap intervals over the seeds; with networks and the limit, each width's L*(d, t)
 over the limit's on the same cells.
 
-    python examples/lazy_time_axis.py --quick                  # d = 16, 32; about 1 min
-    python examples/lazy_time_axis.py --ds 64 128 256 512      # the README's table
+    python examples/lazy_time_axis.py --quick                  # d = 16, 32
+    python examples/lazy_time_axis.py --ds 64 128 256 512      # docs/howto/lazy-limit.md's table
     python examples/lazy_time_axis.py --ds 64 128 --widths 4096 16384 --network-L 6 8 10 13
 """
 import argparse

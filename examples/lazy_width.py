@@ -20,8 +20,8 @@ finishes, and a rerun with the same ``--out`` computes only the runs not there
 yet (``--report-only`` computes nothing). Runs go widest last, so a stopped run leaves the
 narrow widths complete.
 
-    python examples/lazy_width.py --quick                      # d = 16, about 2 min
-    python examples/lazy_width.py --steps 4000                 # d = 64, 128, 256; long (the README's)
+    python examples/lazy_width.py --quick                      # d = 16
+    python examples/lazy_width.py --steps 4000                 # d = 64, 128, 256; long
     python examples/lazy_width.py --cells 128:128 128:256 --widths 1024 4096 --steps 6000
 """
 import argparse
@@ -146,14 +146,13 @@ def plot(rows, path):
 def main():
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help="cells 16:12 16:32, widths 256 1024 4096, 1000 steps (about 2 min)")
+                    help="cells 16:12 16:32, widths 256 1024 4096, 1000 steps")
     ap.add_argument("--cells", type=cell_spec, nargs="+",
                     help="cells d:L (default 64:64 64:128 128:128 128:256 256:256 256:512: "
                          "one L below and one above the limit's L* ~ 1.47 d - 6 for each d)")
     ap.add_argument("--widths", type=int, nargs="+",
                     help="widths m >= 1 (default 1024 4096 16384 65536)")
-    ap.add_argument("--steps", type=int, help="SGD steps >= 1 (default 2000; quick 1000; the "
-                    "README's table: 4000)")
+    ap.add_argument("--steps", type=int, help="SGD steps >= 1 (default 2000; quick 1000)")
     ap.add_argument("--eval-every", type=int, help="steps between evaluations (default steps/4)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0],
                     help="distinct seeds >= 0 of the networks and their limits (default 0)")

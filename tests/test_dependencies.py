@@ -140,8 +140,12 @@ def test_the_docs_build_needs_only_the_docs_extra():
     conf = runpy.run_path(str(ROOT / "docs" / "conf.py"))
     wanted = [(name.split(".")[0], f"docs/conf.py: extensions") for name in conf["extensions"]]
     wanted.append((conf["html_theme"], "docs/conf.py: html_theme"))
-    for path in [ROOT / "docs" / "conf.py", *sorted((ROOT / "docs" / "_ext").glob("*.py"))]:
-        wanted += [(m, f"{path.relative_to(ROOT)}:{line}") for m, line, _ in _imports(path)]
+    # the build runs every example (the tutorials), so what they import is needed too
+    for path in [ROOT / "docs" / "conf.py", *sorted((ROOT / "docs" / "_ext").glob("*.py")),
+                 *sorted((ROOT / "examples").glob("*.py"))]:
+        wanted += [(m, f"{path.relative_to(ROOT)}:{line}") for m, line, _ in _imports(path)
+                   if m not in OPTIONAL]
+    local |= {p.stem for p in (ROOT / "examples").glob("*.py")}
     missing = [f"{m} ({where}; provided by {sorted(_providers(m)) or 'nothing installed'})"
                for m, where in wanted
                if m not in local and m not in sys.stdlib_module_names

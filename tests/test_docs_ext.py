@@ -34,6 +34,10 @@ def test_bars_are_escaped_as_text_but_not_in_code():
     assert out[0] == r"The alignment v1.v2 / (\|v1\|\|v2\|) of ``|x|`` and :math:`|y|`."
     assert out[4] == lines[4] and out[6] == lines[6] and out[11] == lines[11]
     assert out[13] == r"Back to \|text\|."
+    stars = ["ndarray, shape (m, *image_shape), float64", "an *emphasis* kept", "2 * 3 = 6"]
+    escape_bars(stars)
+    assert stars == [r"ndarray, shape (m, \*image_shape), float64", "an *emphasis* kept",
+                     "2 * 3 = 6"]
 
 
 def test_a_record_becomes_a_page_with_its_command_machine_date_and_output(tmp_path):

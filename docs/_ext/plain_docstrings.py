@@ -1,11 +1,13 @@
 """Read fastsd's docstrings as the plain text they are written in.
 
 The docstrings are written for ``help()`` at the terminal and use the field's plain-text
-notation: ``|x|`` is a norm, ``|v1.v2|`` an absolute value. In reStructuredText a pair of
-bars is a substitution reference, so Sphinx would report "Undefined substitution" and drop
-the text. Before numpydoc reads a docstring, this extension escapes every bar outside code
-(inline literals, roles, literal blocks, directives' content and doctests), so the page shows
-what ``help()`` shows.
+notation: ``|x|`` is a norm, ``|v1.v2|`` an absolute value, ``(m, *shape)`` a shape. In
+reStructuredText a pair of bars is a substitution reference and a star opens emphasis, so
+Sphinx would report "Undefined substitution" or an unclosed emphasis and garble the text.
+Before numpydoc reads a docstring, this extension escapes every bar, and every star that
+opens no emphasis, outside code (inline literals, roles, literal blocks, directives' content
+and doctests), so the page shows what ``help()`` shows. Stars that close on their line are
+left as emphasis.
 """
 import re
 
@@ -13,10 +15,17 @@ import re
 _CODE = re.compile(r"(``.+?``|(?::[\w:+-]+:)?`[^`]+`_{0,2})")
 
 
+#: A star that would open emphasis but has no closing star after it on the line, as in
+#: ``shape (m, *image_shape)``: plain text, not markup.
+_LONE_STAR = re.compile(r"(?<![\w*\\])\*(?=[\w(])(?![^*]*\*(?:[\s.,;:)]|$))")
+
+
 def _escape(text):
-    """``text`` with every ``|`` outside inline code spans escaped."""
+    """``text`` with every ``|``, and every star that opens no emphasis, outside inline code
+    spans escaped."""
     parts = _CODE.split(text)
-    return "".join(p if i % 2 else p.replace("|", r"\|") for i, p in enumerate(parts))
+    return "".join(p if i % 2 else _LONE_STAR.sub(r"\\*", p.replace("|", r"\|"))
+                   for i, p in enumerate(parts))
 
 
 def escape_bars(lines):
