@@ -36,6 +36,11 @@ def _machine(m):
     return "; ".join(parts)
 
 
+def _processor(m):
+    """What ran a record: its GPU where it names one, else its CPU."""
+    return (m.get("gpu") or "").split(" (")[0].split(",")[0] or m.get("cpu", "?")
+
+
 def _fence(text):
     """A code fence long enough for ``text``."""
     n = 3
@@ -76,7 +81,7 @@ def write_pages(app=None):
     """Write ``_generated/<name>.md`` for every record and ``_generated/results.md``."""
     os.makedirs(GENERATED, exist_ok=True)
     records = load_records()
-    rows = ["| record | what | date | wall time | CPU |", "|---|---|---|---|---|"]
+    rows = ["| record | what | date | wall time | machine |", "|---|---|---|---|---|"]
     body = []
     for rec in records:
         text = record_markdown(rec, heading="")
@@ -84,7 +89,7 @@ def write_pages(app=None):
         anchor = rec["name"]
         rows.append(f"| {{ref}}`{rec['name']} <{anchor}>` | {rec.get('title') or ''} | "
                     f"{rec['date'][:10]} | {rec['wall_s']:.0f} s | "
-                    f"{rec.get('machine', {}).get('cpu', '?')} |")
+                    f"{_processor(rec.get('machine', {}))} |")
         body += [f"({anchor})=", f"## {rec['name']}: {rec.get('title') or ''}".rstrip(": "),
                  record_markdown(rec, heading="")]
     if not records:
