@@ -26,7 +26,6 @@ extensions = [
     "sphinxarg.ext",
     "sphinx_gallery.gen_gallery",
     "bench_results",
-    "examples_argv",
     "plain_docstrings",
 ]
 templates_path = ["_templates"]

@@ -14,7 +14,7 @@ def _load(name):
 
 
 def test_bars_are_escaped_as_text_but_not_in_code():
-    escape_bars = _load("plain_docstrings").escape_bars
+    escape_markup = _load("plain_docstrings").escape_markup
     lines = ["The alignment v1.v2 / (|v1||v2|) of ``|x|`` and :math:`|y|`.",
              "",
              "Example::",
@@ -30,12 +30,12 @@ def test_bars_are_escaped_as_text_but_not_in_code():
              "",
              "Back to |text|."]
     out = list(lines)
-    escape_bars(out)
+    escape_markup(out)
     assert out[0] == r"The alignment v1.v2 / (\|v1\|\|v2\|) of ``|x|`` and :math:`|y|`."
     assert out[4] == lines[4] and out[6] == lines[6] and out[11] == lines[11]
     assert out[13] == r"Back to \|text\|."
     stars = ["ndarray, shape (m, *image_shape), float64", "an *emphasis* kept", "2 * 3 = 6"]
-    escape_bars(stars)
+    escape_markup(stars)
     assert stars == [r"ndarray, shape (m, \*image_shape), float64", "an *emphasis* kept",
                      "2 * 3 = 6"]
 

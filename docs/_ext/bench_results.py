@@ -18,9 +18,7 @@ GENERATED = os.path.join(HERE, "_generated")
 
 def _machine(m):
     """One line naming the machine of a record."""
-    blas = m.get("blas") or {}
-    if isinstance(blas, list):          # threadpoolctl's BLAS libraries: the first
-        blas = blas[0] if blas else {}
+    blas = (m.get("blas") or [{}])[0]       # record.py's list of BLAS libraries: the first
     kernel = blas.get("architecture") or blas.get("corename") or ""
     parts = [f"{m.get('cpu', '?')}, {m.get('logical_cpus', '?')} logical CPUs"]
     if m.get("gpu"):
@@ -91,7 +89,7 @@ def write_pages(app=None):
                     f"{rec['date'][:10]} | {rec['wall_s']:.0f} s | "
                     f"{_processor(rec.get('machine', {}))} |")
         body += [f"({anchor})=", f"## {rec['name']}: {rec.get('title') or ''}".rstrip(": "),
-                 record_markdown(rec, heading="")]
+                 text]
     if not records:
         rows = ["No records in `bench/results/`."]
     _write(os.path.join(GENERATED, "results.md"), "\n".join(rows + [""] + body) + "\n")

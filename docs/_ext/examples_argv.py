@@ -2,7 +2,8 @@
 
 Each example is a command-line script; the gallery runs it as a user would, with these
 arguments, so that the built page shows what the command prints. Every example must be
-listed: one without settings fails the build (`reset_argv`).
+listed: one without settings fails the build (`reset_argv`). conf.py names the hook
+(``examples_argv.reset_argv``); ``docs/_ext`` is on the path, so it is no extension.
 """
 import os
 import tempfile
@@ -34,8 +35,3 @@ def reset_argv(gallery_conf, script_vars):
     if name not in ARGV:
         raise KeyError(f"docs/_ext/examples_argv.py has no arguments for examples/{name}")
     return list(ARGV[name])
-
-
-def setup(app):
-    """Nothing to register: the module is named in conf.py for its hook."""
-    return {"parallel_read_safe": True}

@@ -28,8 +28,9 @@ def _escape(text):
                    for i, p in enumerate(parts))
 
 
-def escape_bars(lines):
-    """Escape the bars of a docstring's lines in place (see the module's docstring)."""
+def escape_markup(lines):
+    """Escape the bars and lone stars of a docstring's lines in place (see the module's
+    docstring)."""
     block_indent = None         # the indent a literal block or directive's content is under
     doctest = False
     for i, line in enumerate(lines):
@@ -52,7 +53,7 @@ def escape_bars(lines):
 
 
 def _process(app, what, name, obj, options, lines):
-    escape_bars(lines)
+    escape_markup(lines)
 
 
 def setup(app):
