@@ -219,7 +219,8 @@ def _cluster_logs(args):
 
 
 def _print_submission(args):
-    """``--dry-run --cluster``: the job script and the scheduler's answer, nothing submitted."""
+    """``--dry-run --cluster``: the job script and the scheduler's answer, nothing submitted;
+    returns the jobs' walltime in seconds (None: no limit, or not known)."""
     from .scan.cluster import describe_submission
 
     try:
@@ -227,13 +228,14 @@ def _print_submission(args):
     except ValueError as exc:       # planned anyway: a plan for a cluster made elsewhere
         print(f"fastsd: note: the jobs were not checked against the scheduler: {exc}",
               file=sys.stderr)
-        return
+        return None
     if args.json:
         print(json.dumps({"cluster": args.cluster, **got}, sort_keys=True))
-        return
+        return got["walltime_s"]
     answer = got["scheduler_answer"] or "(this kind has no dry-run submission to ask)"
     print(f"--cluster {args.cluster}: each job runs this script (nothing submitted):\n"
           f"{got['job_script'].rstrip()}\nthe scheduler's answer to it: {answer}\n")
+    return got["walltime_s"]
 
 
 def _executor(args):
@@ -242,7 +244,8 @@ def _executor(args):
     if args.cluster:
         from .scan.cluster import jobqueue_client
 
-        return jobqueue_client(args.cluster, args.workers, log_directory=_cluster_logs(args))
+        return jobqueue_client(args.cluster, args.workers, log_directory=_cluster_logs(args),
+                               submit=False)    # by the scan, once its groups fit the walltime
     if args.dask:
         try:
             from distributed import Client
@@ -320,6 +323,19 @@ def _print_plan(result):
         memory = (f"; memory {fmt_bytes(result['peak_memory_bytes'])} at most at once"
                   + (f" ({fmt_bytes(avail)} available)" if avail is not None else ""))
     print(f"  total: {result['remaining']} of {result['cells']} cells to compute, {total}{memory}")
+    if result["job_lifetimes"]:
+        print(f"  {_lifetimes_text(result)}")
+
+
+def _lifetimes_text(result):
+    """What a run on jobs that end at a walltime needs of them (``job_lifetimes``)."""
+    from ._progress import clock
+
+    n = result["job_lifetimes"]
+    return (f"the jobs' walltime {clock(result['walltime_s'])}: the busiest worker runs through "
+            f"{n} job lifetime{'s' * (n != 1)}"
+            + (f" (its job replaced at its walltime {'once' if n == 2 else f'{n - 1} times'}; "
+               f"each group fits in one)" if n > 1 else " (no job reaches it)"))
 
 
 def _at_load(result):
@@ -352,6 +368,8 @@ def _print_total(whole, as_json):
           + _at_load(whole)
           + (f" for the modelled ones ({', '.join(missing)} not modelled)" if missing else "")
           + f"; one after another it would be {clock(whole['one_after_another_s'])}")
+    if whole["job_lifetimes"]:
+        print(_lifetimes_text(whole))
 
 
 def _cmd_reproduce(args):
@@ -378,16 +396,16 @@ def _cmd_reproduce(args):
         args._parser.error(f"--workers N plans N workers and --serial one process: give one "
                            f"of them; got --workers {args.workers} --serial")
     if args.dry_run:                # on a cluster: planned for --workers, no job submitted
-        if args.cluster:
-            _print_submission(args)
+        walltime = _print_submission(args) if args.cluster else None
         executor = None if args.cluster else _executor(args)
         try:
             if len(figures) == 1:
                 results = [plan(figures[0], quick=args.quick, out=args.out,
-                                backend=args.backend, executor=executor, workers=args.workers)]
+                                backend=args.backend, executor=executor, workers=args.workers,
+                                walltime=walltime)]
             else:
                 whole = plan_all(figures, quick=args.quick, out=args.out, backend=args.backend,
-                                 executor=executor, workers=args.workers)
+                                 executor=executor, workers=args.workers, walltime=walltime)
                 results = whole["figures"]
             for result in results:
                 if args.json:

@@ -49,7 +49,8 @@ def run_presets(presets, out, *, progress=True, backend="auto", executor=None):
     return [results[id(preset)] for preset in presets]
 
 
-def plan(figure, *, quick=False, out="results", backend="auto", executor=None, workers=None):
+def plan(figure, *, quick=False, out="results", backend="auto", executor=None, workers=None,
+         walltime=None):
     """What ``reproduce`` would run, and its predicted time and memory; nothing is run or written.
 
     Each part of the figure's grid is planned by ``fastsd.scan.plan``: its
@@ -70,6 +71,9 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
     workers : int, optional
         Predict the wall time on this many single-threaded workers (a
         cluster's) instead of the executor's; >= 1.
+    walltime : float, optional
+        The cluster jobs' walltime in seconds (``fastsd.scan.plan``): groups split to fit
+        it, and the wall time and job lifetimes counted on jobs replaced at it.
 
     Returns
     -------
@@ -82,18 +86,23 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
         of the remaining cells, the same number; None where a part is not
         modelled), ``modelled_seconds`` (that
         of the modelled parts), ``memory_bytes`` and ``peak_memory_bytes``
-        (the largest group, and the most that runs at once), ``available_bytes``.
+        (the largest group, and the most that runs at once), ``available_bytes``,
+        ``walltime_s`` and ``job_lifetimes`` (the walltime, and the job lifetimes of it
+        the busiest worker runs through, ``fastsd.scan.scheduling.lifetimes``; None
+        without a walltime or a model of the time).
 
     Raises
     ------
     ValueError
-        For an unknown figure, or a store of a different grid.
+        For an unknown figure, a store of a different grid, or a group too long for
+        ``walltime``.
     """
     from ._memory import available_bytes
     from .scan.plans import plan_many, wall_now
 
     spec, out, runs = _plan_runs(figure, quick, out, backend)
-    plans, wall = plan_many(runs, executor, backend=backend, workers=workers)
+    plans, wall = plan_many(runs, executor, backend=backend, workers=workers,
+                            walltime=walltime)
     result = {"figure": spec.name, "title": spec.title, "dry_run": True, "grid": True,
               "parts": [dict(p.to_json(), label=label)
                         for p, (label, _, _) in zip(plans, spec.parts)],
@@ -108,7 +117,18 @@ def plan(figure, *, quick=False, out="results", backend="auto", executor=None, w
                 busy_cores=plans[0].busy_cores,
                 modelled_seconds=wall, memory_bytes=max(memory) if memory else None,
                 peak_memory_bytes=sum(sorted(memory, reverse=True)[:workers or 1])
-                if memory else None)
+                if memory else None, **_lifetimes(plans, seconds))
+
+
+def _lifetimes(plans, seconds):
+    """``walltime_s`` and ``job_lifetimes`` of plans whose groups share their workers."""
+    from .scan.scheduling import lifetimes
+
+    walltime = plans[0].walltime if plans else None
+    groups = [s for p in plans for s in p.group_seconds]
+    return {"walltime_s": walltime,
+            "job_lifetimes": None if walltime is None or seconds is None else
+            lifetimes(groups, plans[0].workers, walltime) if groups else 0}
 
 
 def _plan_runs(figure, quick, out, backend):
@@ -124,7 +144,7 @@ def _plan_runs(figure, quick, out, backend):
 
 
 def plan_all(figures, *, quick=False, out="results", backend="auto", executor=None,
-             workers=None):
+             workers=None, walltime=None):
     """What ``reproduce_all(figures)`` would run: each figure's plan, and the whole run's
     predicted wall time with every figure's groups on one pool.
 
@@ -132,7 +152,7 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
     ----------
     figures : sequence of str
         Distinct names in ``fastsd.figures.FIGURES``, or ["all"] for every figure.
-    quick, out, backend, executor, workers
+    quick, out, backend, executor, workers, walltime
         As ``plan``.
 
     Returns
@@ -145,7 +165,8 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
         figure is not modelled), ``modelled_wall_s`` (the same over the
         modelled figures) and ``one_after_another_s`` (the sum of the
         figures' own wall times, over the modelled figures: the run of the
-        figures in turn).
+        figures in turn), ``walltime_s`` and ``job_lifetimes`` (as ``plan``'s, for the
+        whole run).
 
     Raises
     ------
@@ -155,17 +176,18 @@ def plan_all(figures, *, quick=False, out="results", backend="auto", executor=No
     from .scan.plans import plan_many, wall_now
 
     figures = _figure_list(figures)
-    plans = [plan(f, quick=quick, out=out, backend=backend, executor=executor, workers=workers)
-             for f in figures]
+    plans = [plan(f, quick=quick, out=out, backend=backend, executor=executor, workers=workers,
+                  walltime=walltime) for f in figures]
     runs = [r for f in figures for r in _plan_runs(f, quick, out, backend)[2]]
-    whole, wall = plan_many(runs, executor, backend=backend, workers=workers)
+    whole, wall = plan_many(runs, executor, backend=backend, workers=workers, walltime=walltime)
     modelled = all(p["predicted_wall_s"] is not None for p in plans)
     return {"figure": "all", "figures": plans, "workers": plans[0]["workers"],
             "predicted_wall_s": wall if modelled else None, "modelled_wall_s": wall,
             "predicted_wall_now_s": wall_now(whole, wall) if modelled else None,
             "busy_cores": whole[0].busy_cores if whole else None,
             "one_after_another_s": None if wall is None else
-            sum(p["modelled_seconds"] or 0.0 for p in plans)}
+            sum(p["modelled_seconds"] or 0.0 for p in plans),
+            **_lifetimes(whole, wall if modelled else None)}
 
 
 def _figure_list(figures):

@@ -259,3 +259,93 @@ def test_a_job_that_left_the_queue_before_its_workers_joined_is_replaced(monkeyp
     # the ended job was the one the cluster's counter would name next: its replacement is a
     # new job all the same (under that name it had not been submitted: seen on SLURM)
     assert sorted(j.job_id for j in cluster.workers.values()) == ["100", "102"]
+
+
+def _watch(jobs, cap, walltime=None):
+    import io
+
+    from fastsd.scan.cluster import JobWatcher
+
+    cluster, out = _FakeCluster(jobs=jobs, processes=1), io.StringIO()
+    watcher = JobWatcher(cluster, "local", jobs=jobs, cap=cap, pending_after=1e9, out=out,
+                         walltime=walltime)
+    for name in list(cluster.worker_spec):
+        cluster.join(name)
+    assert watcher.poll(0.0) == []
+    return cluster, watcher, out
+
+
+def test_the_last_live_job_ending_is_replaced_not_given_up_on():
+    """Seen on a real SLURM (issue 56): a one-job run's job reached its walltime; the
+    watcher submitted a replacement and, judging from the jobs it had read before, said
+    every job had ended: exit 1, the replacement cancelled 0.4 s after its submission."""
+    from fastsd.scan.cluster import LOST_GRACE
+
+    cluster, watcher, out = _watch(jobs=1, cap=2)
+    cluster.lose("SLURMCluster-0")
+    watcher.poll(1.0)
+    assert watcher.poll(1.0 + LOST_GRACE) == ["SLURMCluster-0"]
+    assert watcher.gave_up is None, watcher.gave_up
+    new, = cluster.worker_spec
+    assert new != "SLURMCluster-0" and cluster.workers[new].job_id == "101"
+    assert watcher.poll(2.0 + LOST_GRACE) == [] and watcher.gave_up is None   # pending
+    cluster.join(new)
+    assert watcher.poll(3.0 + LOST_GRACE) == [] and watcher.gave_up is None
+    assert "job 100 (SLURMCluster-0) ended; submitted a replacement (1 of at most 2" in \
+        out.getvalue()
+
+
+def test_every_job_ending_in_one_poll_is_replaced_then_given_up_on_only_past_the_cap():
+    from fastsd.scan.cluster import LOST_GRACE
+
+    cluster, watcher, out = _watch(jobs=2, cap=2)
+    t = 0.0
+    for round_ in range(2):
+        for name in list(cluster.worker_spec):
+            cluster.lose(name)
+        watcher.poll(t + 1.0)
+        ended = sorted(cluster.worker_spec)
+        assert watcher.poll(t + 1.0 + LOST_GRACE) == (ended if round_ == 0 else [])
+        t += 2 * LOST_GRACE
+        if round_ == 0:
+            assert watcher.gave_up is None and len(cluster.worker_spec) == 2
+            assert watcher.resubmitted == 2
+            for name in list(cluster.worker_spec):
+                cluster.join(name)
+            watcher.poll(t)
+    assert out.getvalue().count("no replacement: 2 of at most 2 submitted") == 2
+    assert watcher.gave_up.startswith("every job of the cluster has ended (4, 2 of them "
+                                      "replacements; at most 2")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_job_ended_by_its_walltime_is_replaced_each_time_past_the_cap(jobs):
+    """A walltime is a job's planned end: each one is replaced, FASTSD_MAX_RESUBMITS (here
+    0) counting only the others; an end before the walltime's slack is one of those."""
+    from fastsd.scan.cluster import LOST_GRACE, WALLTIME_SLACK
+
+    walltime = 600.0
+    cluster, watcher, out = _watch(jobs=jobs, cap=0, walltime=walltime)
+    t = 0.0
+    for lifetime in range(1, 4):                    # three walltimes, every job ended by each
+        t += walltime
+        for name in list(cluster.worker_spec):
+            cluster.lose(name)
+        watcher.poll(t)
+        assert len(watcher.poll(t + LOST_GRACE)) == jobs
+        assert watcher.gave_up is None and watcher.walltime_ends == jobs * lifetime
+        assert watcher.resubmitted == 0 and len(cluster.worker_spec) == jobs
+        t += LOST_GRACE
+        for name in list(cluster.worker_spec):
+            cluster.join(name)
+        watcher.poll(t)
+    assert out.getvalue().count("reached its walltime (0:10:00); submitted a replacement") == \
+        3 * jobs
+    assert all(re.fullmatch(r"SLURMCluster-[01]-r[0-9]+", n) for n in cluster.worker_spec)
+    t += walltime - WALLTIME_SLACK - LOST_GRACE - 1.0    # ended early: no replacement (cap 0)
+    for name in list(cluster.worker_spec):
+        cluster.lose(name)
+    watcher.poll(t)
+    assert watcher.poll(t + LOST_GRACE) == []
+    assert watcher.gave_up.startswith(f"every job of the cluster has ended ({4 * jobs}, "
+                                      f"{3 * jobs} of them replacements; at most 0")

@@ -19,10 +19,12 @@ from fastsd.scan.scheduling import predicted_wall
 FIXED = dict(d=8, width=16, steps=20, eval_every=10, n_test=64)
 PLAN_KEYS = {"predictor", "store", "backend", "cells", "done", "remaining", "groups",
              "workers", "modelled", "work_seconds", "seconds", "memory_bytes",
-             "peak_memory_bytes", "cost_model", "label", "seconds_now", "busy_cores"}
+             "peak_memory_bytes", "cost_model", "label", "seconds_now", "busy_cores",
+             "walltime_s", "job_lifetimes"}
 RESULT_KEYS = {"figure", "title", "dry_run", "grid", "parts", "available_bytes", "cells",
                "done", "remaining", "workers", "seconds", "modelled_seconds", "memory_bytes",
-               "peak_memory_bytes", "predicted_wall_s", "predicted_wall_now_s", "busy_cores"}
+               "peak_memory_bytes", "predicted_wall_s", "predicted_wall_now_s", "busy_cores",
+               "walltime_s", "job_lifetimes"}
 
 
 @pytest.fixture

@@ -9,6 +9,9 @@ without a SLURM whose node is up, they skip with the reason.
 - a job cancelled mid-run is replaced by a new one (seen in squeue) and the records equal a
   plain run's; every job cancelled with no replacement allowed stops the run at once with
   the reason (exit 1), and a rerun completes the store;
+- jobs that reach their walltime (issue 56: a one-job run's had stopped the run, exit 1): one
+  job's, again and again, and two jobs' together, each replaced, the run finished with a
+  plain run's records; so for a job requeued (`scontrol requeue`, as preemption does);
 - Ctrl-C (SIGINT) and SIGTERM on a `--cluster slurm` run exit 130 and 143, their jobs
   cancelled, the finished cells kept (Ctrl-C had exited 0 with no message: dask-jobqueue's
   import replaced the handler);
@@ -99,6 +102,40 @@ def test_fig1c_quick_through_slurm_jobs_stores_a_plain_runs_records(tmp_path, sl
     assert not [n for n in os.listdir(tmp_path) if n.startswith("slurm-")]
 
 
+#: Quick figures of some 2 minutes of work on one worker (Fig. 1c, 1f and C3): a run on jobs
+#: of SLURM's least walltime, 1 minute, outlives their walltime.
+SMALL = ("fig1c", "fig1f", "figC3")
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """``plain(*figures)``: the folder of a plain (no cluster) quick run of ``figures``, run
+    once for the tests that check a cluster run's records against it."""
+    done = {}
+
+    def get(*figures):
+        if figures not in done:
+            out = tmp_path_factory.mktemp("plain")
+            run = subprocess.run([sys.executable, "-m", "fastsd", "reproduce", *figures,
+                                  "--quick", "--backend", "cpu", "--quiet", "--out", str(out)],
+                                 cwd=out, capture_output=True, text=True, timeout=900)
+            assert run.returncode == 0, run.stderr[-3000:]
+            done[figures] = out
+        return done[figures]
+    return get
+
+
+def _equal_to_plain(out, plain):
+    """Assert the stores under ``out`` hold the records of those under ``plain`` (times
+    aside); their count."""
+    stores = sorted(n for n in os.listdir(plain) if n.endswith(".jsonl"))
+    assert stores and stores == sorted(n for n in os.listdir(out) if n.endswith(".jsonl"))
+    for name in stores:
+        got, want = _records(out / name), _records(plain / name)
+        assert got and got == want, name
+    return sum(len(_records(out / n)) for n in stores)
+
+
 def _wait_for(condition, seconds, what, proc=None):
     deadline = time.monotonic() + seconds
     while not condition():
@@ -109,15 +146,15 @@ def _wait_for(condition, seconds, what, proc=None):
         time.sleep(0.5)
 
 
-def _start(tmp_path, env, *args):
+def _start(tmp_path, env, *args, workers=2):
     """A `--cluster slurm` run in the background, its stderr read as it comes (``_err``): Dask
     logs much when a job is cancelled, and a full pipe had blocked the run's threads, the
     job watcher among them."""
     import threading
 
     proc = subprocess.Popen([sys.executable, "-m", "fastsd", "reproduce", *args, "--backend",
-                             "cpu", "--cluster", "slurm", "--workers", "2", "--quiet"],
-                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                             "cpu", "--cluster", "slurm", "--workers", str(workers),
+                             "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     proc.lines = []
     proc.reader = threading.Thread(target=lambda: proc.lines.extend(proc.stderr), daemon=True)
@@ -149,14 +186,20 @@ def _running(jobs):
     return set(jobs) <= set(out)
 
 
-def test_a_job_cancelled_mid_run_is_replaced_and_nothing_is_lost(tmp_path, slurm_env):
+def _mid_run(proc, before, out):
+    """Wait until ``proc``'s two jobs run and a cell is stored under ``out``; their ids."""
+    _wait_for(lambda: len(set(_jobs()) - before) >= 2, 120, "two SLURM jobs", proc)
+    jobs = sorted(set(_jobs()) - before, key=int)
+    _wait_for(lambda: _running(jobs), 120, "running jobs", proc)
+    _wait_for(lambda: _cells(out) > 0, 300, "a finished cell", proc)
+    return jobs
+
+
+def test_a_job_cancelled_mid_run_is_replaced_and_nothing_is_lost(tmp_path, slurm_env, plain):
     before = set(_jobs())
     proc = _start(tmp_path, slurm_env, "fig3", "--quick", "--out", str(tmp_path / "slurm"))
     try:
-        _wait_for(lambda: len(set(_jobs()) - before) >= 2, 120, "two SLURM jobs", proc)
-        first = sorted(set(_jobs()) - before, key=int)
-        _wait_for(lambda: _running(first), 120, "running jobs", proc)
-        _wait_for(lambda: _cells(tmp_path / "slurm") > 0, 300, "a finished cell", proc)
+        first = _mid_run(proc, before, tmp_path / "slurm")
         subprocess.run(["scancel", first[0]], check=True, timeout=10)
         _wait_for(lambda: set(_jobs()) - before - set(first), 120, "a replacement job", proc)
         replacement = sorted(set(_jobs()) - before - set(first), key=int)
@@ -167,17 +210,8 @@ def test_a_job_cancelled_mid_run_is_replaced_and_nothing_is_lost(tmp_path, slurm
     assert proc.returncode == 0, err[-3000:]
     assert f"job {first[0]} (" in err and "ended; submitted a replacement (1 of at most 4" in err
     print(f"cancelled job {first[0]}; replacement job {replacement} in squeue")
-    plain = subprocess.run([sys.executable, "-m", "fastsd", "reproduce", "fig3", "--quick",
-                            "--backend", "cpu", "--quiet", "--out", str(tmp_path / "plain")],
-                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert plain.returncode == 0, plain.stderr[-3000:]
-    stores = sorted(n for n in os.listdir(tmp_path / "plain") if n.endswith(".jsonl"))
-    assert len(stores) == 4                             # Fig. 3's panels b, c, e, f
-    for name in stores:
-        got, want = (_records(tmp_path / run / name) for run in ("slurm", "plain"))
-        assert got and got == want, name
-    print(f"records: {sum(len(_records(tmp_path / 'slurm' / n)) for n in stores)} cells in "
-          f"{len(stores)} stores, equal to a plain run's")
+    cells = _equal_to_plain(tmp_path / "slurm", plain("fig3"))   # panels b, c, e, f
+    print(f"records: {cells} cells in 4 stores, equal to a plain run's")
 
 
 def test_every_job_cancelled_stops_the_run_at_once_and_a_rerun_completes_it(tmp_path,
@@ -187,10 +221,7 @@ def test_every_job_cancelled_stops_the_run_at_once_and_a_rerun_completes_it(tmp_
     before = set(_jobs())
     proc = _start(tmp_path, env, "fig3", "--quick", "--out", str(out))
     try:
-        _wait_for(lambda: len(set(_jobs()) - before) >= 2, 120, "two SLURM jobs", proc)
-        jobs = sorted(set(_jobs()) - before, key=int)
-        _wait_for(lambda: _running(jobs), 120, "running jobs", proc)
-        _wait_for(lambda: _cells(out) > 0, 300, "a finished cell", proc)
+        jobs = _mid_run(proc, before, out)
         subprocess.run(["scancel", *jobs], check=True, timeout=10)
         start = time.monotonic()
         err = _finish(proc, 120)
@@ -211,6 +242,73 @@ def test_every_job_cancelled_stops_the_run_at_once_and_a_rerun_completes_it(tmp_
     assert rerun.returncode == 0, err[-3000:]
     assert _cells(out) == 168
     print(f"rerun: {kept} cells kept from the first run, 168 in the stores after the rerun")
+
+
+def _walltime_env(slurm_env, walltime):
+    config = os.path.join(slurm_env["DASK_CONFIG"], "jobqueue.yaml")
+    text = open(config).read()
+    with open(config, "w") as fh:
+        fh.write(text.replace('walltime: "00:20:00"', f'walltime: "{walltime}"'))
+    return slurm_env
+
+
+def _jobs_seen(proc, before, seconds):
+    """Job ids of this run seen in squeue while ``proc`` runs (at most ``seconds``)."""
+    seen, deadline = set(), time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline:
+        seen |= set(_jobs()) - before
+        time.sleep(1)
+    return seen
+
+
+@pytest.mark.parametrize("workers, figures", [(1, SMALL), (2, ("fig3",))])
+def test_jobs_that_reach_their_walltime_are_replaced_and_the_run_finishes(tmp_path, slurm_env,
+                                                                         plain, workers,
+                                                                         figures):
+    """A walltime of 1 minute (SLURM's least): on one worker, some 2 minutes of work, its
+    job's walltime ends again and again; on two, Fig. 3's 3 minutes or so of work each, two
+    jobs started together reach their walltimes together (in one look of the watcher)."""
+    env = _walltime_env(slurm_env, "00:01:00")
+    before = set(_jobs())
+    start = time.monotonic()
+    proc = _start(tmp_path, env, *figures, "--quick", "--out", str(tmp_path / "slurm"),
+                  workers=workers)
+    try:
+        seen = _jobs_seen(proc, before, 900)
+        err = _finish(proc, 60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    took = time.monotonic() - start
+    assert proc.returncode == 0, err[-3000:]
+    ends = re.findall(r"job (\d+) \(\S+\) reached its walltime \(0:01:00\); submitted a "
+                      r"replacement", err)
+    assert len(ends) >= workers and "every job of the cluster has ended" not in err, err[-3000:]
+    assert len(seen) >= workers + len(ends) - 1         # the replacements ran (squeue)
+    cells = _equal_to_plain(tmp_path / "slurm", plain(*figures))
+    print(f"{workers} worker(s), walltime 0:01:00: exit 0 in {took:.0f} s; jobs {sorted(ends)} "
+          f"reached their walltime and were replaced; {len(seen)} jobs seen in squeue; "
+          f"{cells} cells equal to a plain run's")
+
+
+def test_a_requeued_job_is_replaced_and_nothing_is_lost(tmp_path, slurm_env, plain):
+    """`scontrol requeue`, as SLURM's preemption does: the job's processes are killed and
+    the job put back in the queue."""
+    before = set(_jobs())
+    proc = _start(tmp_path, slurm_env, *SMALL, "--quick", "--out", str(tmp_path / "slurm"))
+    try:
+        first = _mid_run(proc, before, tmp_path / "slurm")
+        subprocess.run(["scontrol", "requeue", first[0]], check=True, timeout=10)
+        err = _finish(proc, 600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    assert "every job of the cluster has ended" not in err
+    said = [li for li in err.splitlines() if li.startswith("fastsd: job")]
+    cells = _equal_to_plain(tmp_path / "slurm", plain(*SMALL))
+    print(f"requeued job {first[0]}: exit 0; {said or 'its workers came back'}; {cells} cells "
+          f"equal to a plain run's")
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

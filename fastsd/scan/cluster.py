@@ -10,18 +10,23 @@ the documentation's docs/howto/cluster.md) or from ``options``. fastsd runs each
 thread, so a job's ``processes`` should equal its ``cores``. Closing the client
 closes the cluster, which cancels its jobs.
 
-While the scan runs, a ``JobWatcher`` looks at the jobs every ``WATCH_POLL`` seconds:
-a job whose workers had joined and are gone (cancelled, past its walltime, preempted,
-its node lost) is replaced by a new job, up to ``max_resubmits()`` replacements in all;
-a job still waiting in the queue after ``pending_report()`` seconds is reported on
-stderr with the scheduler's reason; and when every job has ended with no replacement
-left, the scan stops at once (its finished cells saved) rather than waiting for
-workers that cannot come. ``kind="local"`` runs the jobs as
+The jobs' walltime (``configured_walltime``, read as the scheduler reads it:
+``walltime_seconds``) is the client's ``walltime``: the scan splits its groups to fit it,
+and submits the jobs (``start_jobs``) only once they do. While the scan runs, a
+``JobWatcher`` looks at the jobs every ``WATCH_POLL`` seconds: a job whose workers had
+joined and are gone is replaced by a new job, every time where they lived to its walltime,
+and up to ``max_resubmits()`` replacements in all for the other ends (cancelled,
+preempted or requeued, its node lost), the last live job's too; a job still waiting in the
+queue after ``pending_report()`` seconds is reported on stderr with the scheduler's reason;
+and when no job is live or being submitted and none can be replaced, the scan stops at
+once (its finished cells saved) rather than waiting for workers that cannot come.
+``kind="local"`` runs the jobs as
 processes of this machine (dask-jobqueue's own ``LocalCluster``: the same job
 scripts and scaling, no queue): for a trial before submitting, and the tests.
 """
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
@@ -111,6 +116,77 @@ def _import_jobqueue():
         if main and before is not None:
             signal.signal(signal.SIGINT, before)
     return dask_jobqueue
+
+
+#: Walltimes that mean no limit.
+_NO_LIMIT = ("", "infinite", "unlimited")
+
+
+def walltime_seconds(kind, walltime):
+    """A job's ``walltime`` as the scheduler of ``kind`` reads it, in seconds.
+
+    Parameters
+    ----------
+    kind : str
+        One of ``KINDS``: "slurm" reads ``sbatch -t``'s forms, "minutes",
+        "minutes:seconds", "hours:minutes:seconds", "days-hours", "days-hours:minutes",
+        "days-hours:minutes:seconds"; "lsf" ``bsub -W``'s "[hours:]minutes"; "pbs", "sge",
+        "moab" and "oar" "[[hours:]minutes:]seconds". "local" and "htcondor" jobs have no
+        walltime.
+    walltime : str, int or None
+        The ``walltime`` of dask-jobqueue's configuration (``jobqueue.<kind>.walltime``).
+
+    Returns
+    -------
+    float or None
+        Seconds, > 0; None for no limit: no walltime, a kind without one, or a SLURM
+        job's "0", "UNLIMITED" or "INFINITE".
+
+    Raises
+    ------
+    ValueError
+        Naming ``walltime``, for a text the scheduler would not read, or a limit of 0
+        where the scheduler reads none as "no limit".
+    """
+    if walltime is None or kind in ("local", "htcondor"):
+        return None
+    text = str(walltime).strip().lower()
+    if text in _NO_LIMIT:
+        return None
+    days, dash, clock = text.rpartition("-") if kind == "slurm" else ("", "", text)
+    fields = clock.split(":")
+    if not all(f.isdigit() for f in fields + ([days] if dash else [])):
+        fields = []
+    numbers = [int(f) for f in fields]
+    if days and 1 <= len(numbers) <= 3:             # SLURM days-hours[:minutes[:seconds]]
+        hms = [int(days) * 24 + numbers[0], *numbers[1:], 0, 0][:3]
+    elif kind == "slurm" and 1 <= len(numbers) <= 3:    # minutes[:seconds], or h:m:s
+        hms = numbers if len(numbers) == 3 else [0, *numbers, 0][:3]
+    elif kind == "lsf" and 1 <= len(numbers) <= 2:      # [hours:]minutes
+        hms = [0, *numbers][-2:] + [0]
+    elif kind != "lsf" and 1 <= len(numbers) <= 3:      # [[hours:]minutes:]seconds
+        hms = [0, 0, *numbers][-3:]
+    else:
+        raise ValueError(f"`walltime` of a {kind!r} job must be a time its scheduler reads "
+                         f"(e.g. '04:00:00'); got {walltime!r}.")
+    seconds = hms[0] * 3600 + hms[1] * 60 + hms[2]
+    if seconds == 0 and kind == "slurm":            # sbatch -t 0: no limit
+        return None
+    if seconds <= 0:
+        raise ValueError(f"`walltime` of a {kind!r} job must be longer than 0; got {walltime!r}.")
+    return float(seconds)
+
+
+def configured_walltime(kind, options):
+    """The jobs' walltime in seconds as dask-jobqueue sets it: ``options["walltime"]``, else
+    the Dask configuration's ``jobqueue.<kind>.walltime``, read by ``walltime_seconds``
+    (None: no limit). Raises ValueError as ``walltime_seconds``."""
+    walltime = options.get("walltime")
+    if walltime is None and kind not in ("local", "htcondor"):
+        import dask
+
+        walltime = dask.config.get(f"jobqueue.{kind}.walltime", None)
+    return walltime_seconds(kind, walltime)
 
 
 #: Each kind's submit command in its dry-run form: it checks a job script against the
@@ -208,19 +284,22 @@ def describe_submission(kind, **options):
     Returns
     -------
     dict
-        "job_script" (str) and "scheduler_answer" (``check_submission``'s: None for a kind
-        without a dry-run submission).
+        "job_script" (str), "scheduler_answer" (``check_submission``'s: None for a kind
+        without a dry-run submission) and "walltime_s" (the jobs' walltime in seconds,
+        ``configured_walltime``; None: no limit).
 
     Raises
     ------
     ValueError
-        As ``jobqueue_cluster`` and ``check_submission``.
+        As ``jobqueue_cluster``, ``check_submission`` and ``walltime_seconds``.
     """
     with _folders_undone(options.get("log_directory"), keep=lambda: False):
+        walltime = configured_walltime(kind, options)
         cluster = jobqueue_cluster(kind, **options)
         try:
             return {"job_script": cluster.job_script(),
-                    "scheduler_answer": check_submission(cluster, kind)}
+                    "scheduler_answer": check_submission(cluster, kind),
+                    "walltime_s": walltime}
         finally:
             cluster.close()
 
@@ -242,6 +321,10 @@ QUEUE_REASON = {"slurm": ("squeue", "-h", "-o", "%i %T %r", "-j")}
 QUEUE_IDS = {"slurm": ("squeue", "-h", "-o", "%i")}
 #: Looks in a row a job must be missing from the queue to count as ended.
 MISSING_LOOKS = 2
+#: Seconds short of its walltime a job's workers may have lived and still count as ended by it
+#: (at most half the walltime): the job starts before its workers join, and the watcher
+#: sees them join and go up to ``WATCH_POLL`` late each.
+WALLTIME_SLACK = 60.0
 
 
 def _env_number(name, default, kind):
@@ -270,8 +353,8 @@ def pending_report():
 
 
 class JobWatcher:
-    """Replaces a cluster's ended jobs (up to a cap), reports jobs pending too long, and says
-    when every job has ended with no replacement left (``gave_up``).
+    """Replaces a cluster's ended jobs, reports jobs pending too long, and says when every job
+    has ended with no replacement left (``gave_up``).
 
     ``poll(now)`` is one look; ``start()`` runs it every ``WATCH_POLL`` seconds in a
     daemon thread until ``stop()``. It reads the cluster's jobs (``worker_spec``, a job
@@ -279,14 +362,21 @@ class JobWatcher:
     is replaced by giving its entry of ``worker_spec`` a new name and scaling to the jobs
     asked for on the cluster's event loop (dask-jobqueue then cancels the ended one and
     submits the new one).
+
+    A job whose workers lived to within ``WALLTIME_SLACK`` of its ``walltime`` (seconds;
+    None: no limit) ended by it, as planned: it is replaced every time. Any other end
+    (cancelled, preempted or requeued, its node lost, its workers failed) is replaced up to
+    ``cap`` times in all. The run gives up only when no job is live, none is waiting to be
+    submitted and none can be replaced.
     """
 
-    def __init__(self, cluster, kind, jobs, cap, pending_after, out=None):
+    def __init__(self, cluster, kind, jobs, cap, pending_after, out=None, walltime=None):
         self.cluster, self.kind, self.jobs, self.cap = cluster, kind, jobs, cap
-        self.pending_after, self.out = pending_after, out or sys.stderr
-        self.resubmitted, self.gave_up = 0, None
-        self._first_seen, self._alive_once, self._lost_since = {}, set(), {}
+        self.pending_after, self.out, self.walltime = pending_after, out or sys.stderr, walltime
+        self.resubmitted, self.walltime_ends, self.gave_up = 0, 0, None
+        self._first_seen, self._joined, self._lost_since = {}, {}, {}
         self._ended, self._reported, self._missing = set(), set(), {}
+        self._submitted = set()         # replacements scheduled, not yet in the cluster's spec
         self._stop = threading.Event()
         self._thread = None
 
@@ -314,19 +404,20 @@ class JobWatcher:
         spec, connected = self._state()
         if spec is None:
             return []
+        self._submitted -= set(spec)
         replaced, waiting, unjoined = [], [], []
         for name, workers in spec.items():
             self._first_seen.setdefault(name, now)
             if workers & connected:
-                self._alive_once.add(name)
+                self._joined.setdefault(name, now)
                 self._lost_since.pop(name, None)
             elif name in self._ended:
                 continue
-            elif name in self._alive_once:
+            elif name in self._joined:
                 since = self._lost_since.setdefault(name, now)
                 if now - since >= LOST_GRACE:
                     self._ended.add(name)
-                    replaced += self._replace(name)
+                    replaced += self._replace(name, self._lived_its_walltime(name, since))
             else:
                 unjoined.append(name)
                 if now - self._first_seen[name] >= self.pending_after and \
@@ -340,11 +431,19 @@ class JobWatcher:
         if waiting:
             self._report_pending(waiting, now)
         live = [n for n in spec if n not in self._ended]
-        if not live and self._ended and self.gave_up is None:
+        if not live and not self._submitted and self._ended and self.gave_up is None:
             self.gave_up = (f"every job of the cluster has ended ({len(self._ended)}, "
-                            f"{self.resubmitted} of them replacements; at most {self.cap} "
-                            f"replacements, FASTSD_MAX_RESUBMITS)")
+                            f"{self.resubmitted + self.walltime_ends} of them replacements; at "
+                            f"most {self.cap} replacements, FASTSD_MAX_RESUBMITS)")
         return replaced
+
+    def _lived_its_walltime(self, name, lost):
+        """Whether job ``name``, whose workers were found gone at ``lost``, ended by its
+        walltime: they had lived to within ``WALLTIME_SLACK`` (at most half) of it."""
+        if self.walltime is None:
+            return False
+        return lost - self._joined[name] >= self.walltime - min(WALLTIME_SLACK,
+                                                                 self.walltime / 2)
 
     def _gone_from_queue(self, names):
         """Those of ``names`` (jobs whose workers never joined) that have been missing from the
@@ -371,14 +470,19 @@ class JobWatcher:
                 gone.append(name)
         return gone
 
-    def _replace(self, name):
+    def _replace(self, name, at_walltime=False):
         job = self._job_id(name)
-        if self.resubmitted >= self.cap:
+        if not at_walltime and self.resubmitted >= self.cap:
             self._say(f"job {job} ({name}) ended; no replacement: {self.resubmitted} of at "
                       f"most {self.cap} submitted (FASTSD_MAX_RESUBMITS)")
             return []
-        self.resubmitted += 1
-        cluster, jobs, new = self.cluster, self.jobs, f"{name}-r{self.resubmitted}"
+        if at_walltime:
+            self.walltime_ends += 1
+        else:
+            self.resubmitted += 1
+        cluster, jobs = self.cluster, self.jobs
+        new = f"{re.sub(r'(-r[0-9]+)+$', '', name)}-r{self.resubmitted + self.walltime_ends}"
+        self._submitted.add(new)
 
         def swap():
             # A new name: the cluster's own next name can be the ended job's (its counter
@@ -387,8 +491,15 @@ class JobWatcher:
             spec[new] = dict(spec.pop(name, None) or cluster.new_spec)
             cluster.scale(jobs=jobs)        # cancels the ended job, submits the new one
         cluster.loop.add_callback(swap)
-        self._say(f"job {job} ({name}) ended; submitted a replacement ({self.resubmitted} of "
-                  f"at most {self.cap}, FASTSD_MAX_RESUBMITS)")
+        if at_walltime:
+            from .._progress import clock
+
+            self._say(f"job {job} ({name}) reached its walltime ({clock(self.walltime)}); "
+                      f"submitted a replacement (one at each walltime; "
+                      f"FASTSD_MAX_RESUBMITS counts the other ends)")
+        else:
+            self._say(f"job {job} ({name}) ended; submitted a replacement ({self.resubmitted} "
+                      f"of at most {self.cap}, FASTSD_MAX_RESUBMITS)")
         return [name]
 
     def _report_pending(self, names, now):
@@ -428,7 +539,7 @@ class JobWatcher:
             self._thread.join(timeout=WATCH_POLL + 1)
 
 
-def jobqueue_client(kind, workers, **options):
+def jobqueue_client(kind, workers, *, submit=True, **options):
     """A Dask client on a dask-jobqueue cluster of ``workers`` worker processes.
 
     Parameters
@@ -437,30 +548,38 @@ def jobqueue_client(kind, workers, **options):
         As ``jobqueue_cluster``.
     workers : int
         Worker processes to ask for (``cluster.scale(n=workers)``), >= 1; the
-        jobs are submitted now and the workers join as the queue starts them.
+        workers join as the queue starts their jobs.
+    submit : bool, default True
+        Submit the jobs now; False leaves it to the client's ``start_jobs()``, which the
+        scan calls once it has groups to run that fit in the jobs' walltime (``fastsd
+        reproduce --cluster``: a refused or finished run submits nothing).
 
     Returns
     -------
     distributed.Client
-        Its ``cluster`` is the cluster, ``planned_workers`` the workers asked for;
-        its ``close()`` closes the cluster too.
+        Its ``cluster`` is the cluster, ``planned_workers`` the workers asked for,
+        ``walltime`` the jobs' walltime in seconds (None: no limit; the scan splits groups
+        to fit it); its ``close()`` closes the cluster too.
 
     Raises
     ------
     ValueError
-        As ``jobqueue_cluster``, and for ``workers`` < 1.
+        As ``jobqueue_cluster``, for ``workers`` < 1, and for a ``walltime`` the scheduler
+        would not read (``walltime_seconds``).
     """
     check_int("workers", workers, 1)
     submitted = False
     with _folders_undone(options.get("log_directory"), keep=lambda: submitted):
+        walltime = configured_walltime(kind, options)
         cluster = jobqueue_cluster(kind, **options)
-        client = _start(cluster, kind, workers)
+        client = _start(cluster, kind, workers, walltime, submit)
         submitted = True
     return client
 
 
-def _start(cluster, kind, workers):
-    """``jobqueue_client``'s client on ``cluster``, its jobs checked, submitted and watched."""
+def _start(cluster, kind, workers, walltime, submit):
+    """``jobqueue_client``'s client on ``cluster``, its jobs checked, and submitted and
+    watched now or at its ``start_jobs()``."""
     from distributed import Client
 
     watcher = None
@@ -470,6 +589,15 @@ def _start(cluster, kind, workers):
         def gave_up(self):
             """Why no worker can come any more (every job ended, no replacement left)."""
             return None if watcher is None else watcher.gave_up
+
+        def start_jobs(self):
+            """Submit the jobs and start watching them; once (later calls do nothing)."""
+            nonlocal watcher
+            if watcher is None:
+                cluster.scale(n=workers)
+                jobs = len(cluster.worker_spec)         # the workers' jobs (processes per job)
+                watcher = JobWatcher(cluster, kind, jobs, max_resubmits(jobs), pending_after,
+                                     walltime=walltime).start()
 
         def close(self, *args, **kwargs):
             try:
@@ -482,18 +610,18 @@ def _start(cluster, kind, workers):
     try:
         check_submission(cluster, kind)
         pending_after = pending_report()
-        cluster.scale(n=workers)
-        jobs = len(cluster.worker_spec)         # the workers' jobs (processes per job)
-        cap = max_resubmits(jobs)
+        max_resubmits(1)                    # a bad FASTSD_MAX_RESUBMITS, refused now
         client = _ClusterClient(cluster)
-        watcher = JobWatcher(cluster, kind, jobs, cap, pending_after).start()
+        client.planned_workers = workers    # before they join: the scan plans for them
+        client.walltime = walltime
+        if submit:
+            client.start_jobs()
     except BaseException:
         cluster.close()
         raise
-    client.planned_workers = workers       # before they join: the scan plans for them
     return client
 
 
 __all__ = ["KINDS", "LOCAL_JOB", "TEST_ONLY", "JobWatcher", "check_submission",
-           "describe_submission",
-           "jobqueue_client", "jobqueue_cluster", "max_resubmits", "pending_report"]
+           "configured_walltime", "describe_submission", "jobqueue_client", "jobqueue_cluster",
+           "max_resubmits", "pending_report", "walltime_seconds"]

@@ -256,7 +256,8 @@ def no_workers_timeout(environ=None):
 def _submit_dask(client, jobs, threads):
     """Run ``jobs`` on a Dask client; yield each outcome as it finishes.
 
-    Looks at the stop request every second, and at the cluster's workers: with
+    A client whose cluster's jobs wait to be submitted (``start_jobs``, ``fastsd.scan.cluster``)
+    submits them first. Looks at the stop request every second, and at the cluster's workers: with
     none for ``NO_WORKERS_WARN`` seconds it says so on stderr; with none for
     ``no_workers_timeout()`` seconds, or none while the client's cluster says no job
     can come any more (``gave_up``, ``fastsd.scan.cluster.JobWatcher``), it raises
@@ -267,6 +268,9 @@ def _submit_dask(client, jobs, threads):
     from distributed import wait
 
     timeout = no_workers_timeout()
+    start_jobs = getattr(client, "start_jobs", None)    # a cluster's jobs, submitted on use
+    if jobs and start_jobs is not None:
+        start_jobs()
     futures = {client.submit(run_group, *job, threads, pure=False): i
                for i, job in enumerate(jobs)}
     pending, alone_since, warned = set(futures), None, False

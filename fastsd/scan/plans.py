@@ -4,10 +4,10 @@ from dataclasses import dataclass
 
 from .. import _probe
 from .._threads import cpu_count
-from .._validation import check_int
+from .._validation import check_float, check_int
 from .parts import check_distinct_stores, check_run_options, prepare_parts
 from .records import cell_records, check_stored_settings
-from .scheduling import pending, predicted_wall, schedule, workers_of
+from .scheduling import lifetimes, pending, predicted_wall, schedule, walltime_of, workers_of
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,10 @@ class ScanPlan:
         Cores' worth of other processes' work on this machine when it was planned
         (``fastsd._probe.busy_cores``), which local workers would share the cores with;
         None where the workers are not this machine's (a cluster's, another executor's).
+    walltime : float or None
+        Seconds a cluster job runs before its scheduler ends it: each group was made to
+        fit in ``fastsd.scan.scheduling.WALLTIME_FIT`` of it, and ``seconds`` counts the
+        jobs' replacements at their walltime. None: no limit.
     """
 
     predictor: str
@@ -49,6 +53,7 @@ class ScanPlan:
     workers: int = None
     cost_model: str = None
     busy_cores: float = None
+    walltime: float = None
 
     @property
     def remaining(self):
@@ -70,7 +75,18 @@ class ScanPlan:
         """Predicted wall time of the remaining groups on ``workers`` (None: not modelled)."""
         if not self.modelled or self.workers is None:
             return None
-        return predicted_wall(self.group_seconds, self.workers) if self.group_seconds else 0.0
+        return predicted_wall(self.group_seconds, self.workers, self.walltime) \
+            if self.group_seconds else 0.0
+
+    @property
+    def lifetimes(self):
+        """Job lifetimes of ``walltime`` the busiest worker runs through (1: no job is
+        replaced at its walltime; ``fastsd.scan.scheduling.lifetimes``); None without a
+        walltime, a model of the time or the workers."""
+        if self.walltime is None or self.seconds is None:
+            return None
+        return lifetimes(self.group_seconds, self.workers, self.walltime) \
+            if self.group_seconds else 0
 
     @property
     def slowdown(self):
@@ -105,7 +121,8 @@ class ScanPlan:
                 "modelled": self.modelled, "work_seconds": self.work, "seconds": self.seconds,
                 "seconds_now": self.seconds_now, "busy_cores": self.busy_cores,
                 "memory_bytes": self.memory, "peak_memory_bytes": self.peak_memory,
-                "cost_model": self.cost_model}
+                "cost_model": self.cost_model, "walltime_s": self.walltime,
+                "job_lifetimes": self.lifetimes}
 
 
 def _slowdown(busy, workers, groups):
@@ -123,7 +140,8 @@ def wall_now(plans, wall):
     return wall * _slowdown(plans[0].busy_cores, plans[0].workers, groups)
 
 
-def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, workers=None):
+def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, workers=None,
+         walltime=None):
     """What ``run(grid, predictor, store, ...)`` would compute, and its predicted time and memory.
 
     Nothing is run or written: no store, no lock, no binding. The grid is
@@ -141,6 +159,10 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     workers : int, optional
         Plan the run on this many single-threaded workers instead (a cluster's:
         the groups handed out largest first, as ``run`` hands them out); >= 1.
+    walltime : float, optional
+        Plan it on cluster jobs that end after this many seconds, > 0 (default: the
+        executor's, a ``jobqueue_client``'s ``walltime``; else no limit): groups split to
+        fit it as ``run`` splits them, and the jobs' replacements counted.
 
     Returns
     -------
@@ -151,14 +173,16 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     Raises
     ------
     TypeError, ValueError, BackendUnavailableError
-        As ``run`` before anything runs.
+        As ``run`` before anything runs; ValueError naming ``walltime`` also for a group
+        predicted longer than it allows (``fastsd.scan.scheduling.fit_walltime``).
     """
     plans, _ = plan_many([(grid, predictor, store)], executor, backend=backend, dtype=dtype,
-                         workers=workers)
+                         workers=workers, walltime=walltime)
     return plans[0]
 
 
-def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
+def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None,
+              walltime=None):
     """What ``run_many(runs, ...)`` would compute, and its predicted wall time.
 
     As ``plan`` for each ``(grid, predictor, store)``, with the groups split
@@ -168,7 +192,7 @@ def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
     Parameters
     ----------
     runs : sequence of (Grid, str, store)
-    executor, backend, dtype, workers
+    executor, backend, dtype, workers, walltime
         As ``plan``.
 
     Returns
@@ -186,6 +210,8 @@ def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
         As ``run_many`` before anything runs.
     """
     target = check_run_options(backend, dtype, executor)
+    walltime = walltime_of(executor) if walltime is None else \
+        check_float("walltime", walltime, positive=True)
     busy = None
     if workers is not None:
         workers = check_int("workers", workers, 1)
@@ -202,15 +228,16 @@ def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None):
         done = {r["key"] for r in cell_records(p.store, p.pred)}
         items += pending(k, p.pred, p.cells, done, target, dtype)
     items = schedule(items, [p.pred for p in parts],        # split as run splits
-                     workers or workers_of(executor, target), target, dtype)
-    plans = [_plan(p, [it for it in items if it.part == k], target, dtype, workers, busy)
+                     workers or workers_of(executor, target), target, dtype, walltime)
+    plans = [_plan(p, [it for it in items if it.part == k], target, dtype, workers, busy,
+                   walltime)
              for k, p in enumerate(parts)]
     modelled = [it.work for it in items if it.modelled]
-    return plans, None if workers is None else predicted_wall(modelled, workers) if modelled \
-        else 0.0
+    return plans, None if workers is None else \
+        predicted_wall(modelled, workers, walltime) if modelled else 0.0
 
 
-def _plan(part, items, target, dtype, workers, busy):
+def _plan(part, items, target, dtype, workers, busy, walltime):
     """The ``ScanPlan`` of one part whose pending groups are ``items`` (largest first)."""
     pred = part.pred
     settings = [[p for _, _, p in it.group] for it in items]
@@ -226,5 +253,6 @@ def _plan(part, items, target, dtype, workers, busy):
     model = pred.cost_model(target, dtype) if seconds and seconds[0] is not None else None
     return ScanPlan(pred.name, part.store.path, target, len(part.cells),
                     len(part.cells) - sum(len(g) for g in settings), tuple(map(len, settings)),
-                    seconds, tuple(memory(g) for g in settings), workers, model, busy)
+                    seconds, tuple(memory(g) for g in settings), workers, model, busy,
+                    walltime)
 

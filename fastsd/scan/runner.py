@@ -14,7 +14,7 @@ from .executors import submit_groups
 from .mainguard import workers_unavailable
 from .parts import check_distinct_stores, check_run_options, prepare_parts
 from .records import cell_records, check_stored_settings
-from .scheduling import pending, predicted_wall, schedule, workers_of
+from .scheduling import pending, predicted_wall, schedule, walltime_of, workers_of
 
 
 class ScanError(RuntimeError):
@@ -204,10 +204,11 @@ def _compute(parts, executor, target, backend, dtype, threads, progress):
                                {r["key"] for r in cell_records(p.store, p.pred)}, target, dtype)]
     for it in items:            # what a group's run would refuse, refused before any runs
         parts[it.part].pred.check([s for _, _, s in it.group], target, dtype)
+    preds = [p.pred for p in parts]
+    items = schedule(items, preds, workers_of(executor, target), target, dtype,
+                     walltime_of(executor))        # refuses what outlasts a walltime
     for p in parts:
         p.store.bind(p.grid.signature(p.pred.name), p.pred.defaults)
-    preds = [p.pred for p in parts]
-    items = schedule(items, preds, workers_of(executor, target), target, dtype)
     jobs = [(preds[it.part].name, [s for _, _, s in it.group], backend, dtype) for it in items]
     if executor is None and jobs:
         fallback = workers_unavailable()

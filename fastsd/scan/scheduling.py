@@ -1,6 +1,8 @@
 """The order a scan's groups go to the executor: each group's predicted work (``Item``),
-largest first, the groups that would set the critical path split (``schedule``), and the
-wall time that order takes on a number of workers (``predicted_wall``, ``workers_of``)."""
+largest first, the groups that would set the critical path or outlast a cluster job's
+walltime split (``schedule``), and the wall time that order takes on a number of workers
+whose jobs may end at a walltime (``predicted_wall``, ``lifetimes``, ``workers_of``,
+``walltime_of``)."""
 import heapq
 from typing import NamedTuple
 
@@ -41,7 +43,7 @@ def _item(pred, k, group, target, dtype):
     return Item(sum(pred.cost(p) for _, _, p in group), False, k, group)
 
 
-def schedule(items, preds, workers, target, dtype):
+def schedule(items, preds, workers, target, dtype, walltime=None):
     """The ``Item``s of the parts whose predictors are ``preds``, in the order the executor
     gets them.
 
@@ -49,8 +51,18 @@ def schedule(items, preds, workers, target, dtype):
     modelled go first (each part's largest first), then the modelled ones,
     largest first. On ``workers`` > 1, the splittable groups of each unit
     (all the modelled seconds; one part's relative costs) that would set
-    the critical path are halved (``_split_long``).
+    the critical path are halved (``_split_long``). On jobs that end at a
+    ``walltime`` (seconds), each modelled group must fit in ``WALLTIME_FIT`` of it
+    (``fit_walltime``: split, or refused).
+
+    Raises
+    ------
+    ValueError
+        Naming ``walltime``, for a group that cannot be split and is predicted longer
+        than ``WALLTIME_FIT`` of it.
     """
+    if walltime is not None:
+        items = fit_walltime(items, preds, walltime, target, dtype)
     units = {}
     for item in items:
         units.setdefault(None if item.modelled else item.part, []).append(item)
@@ -103,13 +115,80 @@ def _split_long(preds, items, workers, target, dtype):
     return items if best is None else best
 
 
-def predicted_wall(seconds, workers):
-    """Wall time of jobs of ``seconds`` each, largest first, on ``workers`` that each take
-    the next job when free (how the scan's executors hand out its groups)."""
-    finish = [0.0] * max(1, min(workers, len(seconds)))
+#: The part of a cluster job's walltime one group may be predicted to take; the rest is the
+#: margin for a node slower or busier than the prediction's and for the job's start.
+WALLTIME_FIT = 0.5
+
+
+def fit_walltime(items, preds, walltime, target, dtype):
+    """``items`` with each modelled group predicted longer than ``WALLTIME_FIT`` of
+    ``walltime`` (seconds) halved until it fits: a group cut off by its job's walltime
+    would be run again from its start, and again, until Dask gave up on it.
+
+    Splitting changes no record (``_split_long``). Groups whose time is not modelled are
+    left as they are.
+
+    Raises
+    ------
+    ValueError
+        Naming ``walltime``, for a group of one cell (or of a predictor that does not split)
+        predicted longer than the fit; nothing has run.
+    """
+    from .._progress import clock
+
+    fit = WALLTIME_FIT * walltime
+
+    def pieces(it):
+        if not it.modelled or it.work <= fit:
+            return [it]
+        if len(it.group) > 1 and preds[it.part].splittable:
+            half = len(it.group) // 2
+            return [p for part in (it.group[:half], it.group[half:])
+                    for p in pieces(_item(preds[it.part], it.part, part, target, dtype))]
+        raise ValueError(
+            f"`walltime` {clock(walltime)} is too short for the cells {it.group[0][1]} "
+            f"({preds[it.part].name}, {len(it.group)} cell(s) that run as one group), "
+            f"predicted at {clock(it.work)} on one thread: a group must fit in "
+            f"{WALLTIME_FIT:g} of a job's walltime (the margin for a slower node and the "
+            f"job's start); fix: a walltime of at least {clock(it.work / WALLTIME_FIT)} "
+            f"(docs/howto/cluster.md). Nothing was run.")
+    return [p for it in items for p in pieces(it)]
+
+
+def _finish(seconds, workers, walltime):
+    """Per worker: (when it finishes, its job lifetimes), for jobs of ``seconds`` each,
+    largest first, on ``workers`` that each take the next job when free. A group that would
+    run past the worker's job's ``walltime`` (None: no limit) is cut off there and run again
+    from its start on the job that replaces it (the queue's wait not counted)."""
+    n = max(1, min(workers, len(seconds)))
+    free = [(0.0, k, 0.0, 1) for k in range(n)]        # (free at, worker, job start, lifetimes)
     for s in sorted(seconds, reverse=True):
-        heapq.heapreplace(finish, finish[0] + s)
-    return max(finish)
+        t, k, start, lives = heapq.heappop(free)
+        if walltime is not None and t + s > start + walltime and s <= walltime:
+            t = start = start + walltime
+            lives += 1
+        heapq.heappush(free, (t + s, k, start, lives))
+    return [(t, lives) for t, _, _, lives in free]
+
+
+def predicted_wall(seconds, workers, walltime=None):
+    """Wall time of jobs of ``seconds`` each, largest first, on ``workers`` that each take
+    the next job when free (how the scan's executors hand out its groups), on cluster jobs
+    that end at ``walltime`` seconds (None: no limit; ``_finish``)."""
+    return max(t for t, _ in _finish(seconds, workers, walltime))
+
+
+def lifetimes(seconds, workers, walltime):
+    """The job lifetimes of ``walltime`` seconds the busiest worker runs through (1: its first
+    job is enough; each one more is a job replaced at its walltime), for jobs of ``seconds``
+    each handed out as ``predicted_wall`` hands them out."""
+    return max(lives for _, lives in _finish(seconds, workers, walltime))
+
+
+def walltime_of(executor):
+    """Seconds a cluster's job runs before its scheduler ends it (a ``jobqueue_client``'s
+    ``walltime``, ``fastsd.scan.cluster``); None for no limit and for other executors."""
+    return getattr(executor, "walltime", None) if is_dask_client(executor) else None
 
 
 def workers_of(executor, target):
