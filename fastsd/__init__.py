@@ -27,7 +27,7 @@ _LAZY = {
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
             "walkers", "kernels", "bayes", "reproduce", "figures", "params", "conventions",
-            "schedules")
+            "schedules", "activations")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
 

@@ -24,55 +24,19 @@ recomputed from them with Kahan's half-angle formula
 t = 2 atan2(|x^ - y^|, |x^ + y^|), which is exact for collinear and
 anti-collinear inputs (ntk(x, -x) = 0 exactly).
 """
-import math
-
 import numpy as np
 
 from .. import _numerics
+from .._arccos import combine, kernels_from_gram, trig
 from .backend import KERNELS
 
 #: |rho| above 1 - REFINE gets its angle recomputed from the vectors.
 REFINE = 1e-4
-TWO_PI = 2.0 * math.pi
 #: Bytes of one block of kernel rows in ``pair_kernel_matvec``.
 _BLOCK_BYTES = 64 << 20
 #: The pair kernels' kinds, as the index of each in ``kernels_from_gram``'s (k0, k1, ntk):
 #: "ntk" (both layers trained) and "nngp" = k1 (the readout alone; App. D).
 KINDS = {"ntk": 2, "nngp": 1}
-
-
-def _trig(rho, xp):
-    """(rho, pi - t, sin t) from cosines that may round past +-1."""
-    rho = xp.clip(rho, -1.0, 1.0)
-    return rho, xp.arccos(-rho), xp.sqrt((1.0 - rho) * (1.0 + rho))
-
-
-def kernels_from_gram(dot, nx2, ny2, xp=np):
-    """k0, k1 and ntk from dot products and squared norms (broadcasting).
-
-    Parameters
-    ----------
-    dot : array, float64
-        x.y entries.
-    nx2, ny2 : array, float64
-        |x|^2 and |y|^2, broadcastable against ``dot``.
-
-    Returns
-    -------
-    k0, k1, ntk : arrays shaped like ``dot``
-    """
-    nn = xp.sqrt(nx2 * ny2)     # rho is exactly 1 for a pair with itself
-    pos = nn > 0
-    rho = xp.where(pos, dot / xp.where(pos, nn, 1.0), 0.0)
-    rho, pit, sint = _trig(rho, xp)
-    return _combine(pos, nn, rho, pit, sint, xp)
-
-
-def _combine(pos, nn, rho, pit, sint, xp):
-    k0 = xp.where(pos, pit / TWO_PI, 0.0)
-    k1 = nn * (sint + pit * rho) / TWO_PI
-    ntk = nn * (2.0 * rho * pit + sint) / TWO_PI
-    return k0, k1, ntk
 
 
 def _kahan(xh, yh, xp):
@@ -103,7 +67,7 @@ def paired_kernels(X, Y, nn, xp=np):
     U, nx = _unit_rows(X, xp)
     V, ny = _unit_rows(Y, xp)
     rho, pit, sint = _kahan(U, V, xp)
-    return _combine((nx > 0) & (ny > 0), nn, rho, pit, sint, xp)
+    return combine((nx > 0) & (ny > 0), nn, rho, pit, sint, xp)
 
 
 def _unit_rows(X, xp):
@@ -154,11 +118,11 @@ class ArrayKernels:
         Y, ny = _unit_rows(Y, xp)
         nn = nx[:, None] * ny[None, :]
         pos = nn > 0
-        rho, pit, sint = _trig(X @ Y.T, xp)
+        rho, pit, sint = trig(X @ Y.T, xp)
         i, j = xp.nonzero(pos & (xp.abs(rho) > 1.0 - REFINE))
         if i.size:
             rho[i, j], pit[i, j], sint[i, j] = _kahan(X[i], Y[j], xp)
-        return _combine(pos, nn, rho, pit, sint, xp)
+        return combine(pos, nn, rho, pit, sint, xp)
 
     def pair_kernel(self, T1, r1, T2, r2, rn2, c1, c2, cn2, kind="ntk"):
         """The kernel between pair inputs from symbol dot-product tables; no d-length vectors.
