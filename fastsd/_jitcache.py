@@ -1,13 +1,16 @@
-"""How fastsd compiles: Numba's on-disk cache keyed on the whole package, and ``jitable``.
+"""How fastsd compiles: Numba's on-disk cache keyed on a kernel's sources, and ``jitable``.
 
 Numba checks only the stamp of the file that defines a cached function. A
 kernel that compiles code from another file (the walkers compile their
 reference's generator, the MLP and pair-kernel builds inline
 ``fastsd._numerics``) would load stale machine code after that other file
 changed, until someone cleared ``__pycache__`` by hand. ``njit`` here is
-``numba.njit(cache=True)`` with the cache in a folder named by a hash of
-every fastsd source file: any change to any of them compiles afresh, and
-nothing stale is ever loaded. The folder sits under
+``numba.njit(cache=True)`` with the cache in a folder named by a hash of the
+sources the kernel's module can compile from: the module and every fastsd
+module it imports, directly or through others (``import_closure``; imports
+inside functions count too). An edit of any of them compiles afresh and
+nothing stale is ever loaded; an edit elsewhere (the CLI, the scans, the
+docs' examples) leaves the compiled kernels in place. The folder sits under
 ``NUMBA_CACHE_DIR`` when that is set, else in ``numba/`` under fastsd's cache
 root, ``cache_root()``: ``$XDG_CACHE_HOME/fastsd`` (default ``~/.cache/fastsd``),
 where the measured cost model of the training paths (``fastsd.mlp.costs``) is
@@ -18,7 +21,10 @@ them is decorated, then restored.
 every target (the walkers' generator and loop, shared by the CPU kernels, the
 CUDA kernels and the CUDA simulator).
 """
+import ast
+import functools
 import hashlib
+import inspect
 import os
 import pathlib
 
@@ -28,20 +34,74 @@ import numba
 PACKAGE = pathlib.Path(__file__).resolve().parent
 
 
-def source_hash(root=PACKAGE, parts=None):
+def source_hash(root=PACKAGE, parts=None, files=None):
     """A 16-hex-digit hash of the relative paths and bytes of every ``.py`` file under ``root``.
 
     ``parts``, when given, limits it to the files whose relative path (with
-    "/") starts with one of these prefixes, e.g. ``("mlp/", "_numerics.py")``.
+    "/") starts with one of these prefixes, e.g. ``("mlp/", "_numerics.py")``;
+    ``files``, when given, to those paths.
     """
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")) if files is None else sorted(files):
         rel = path.relative_to(root).as_posix()
         if parts is not None and not rel.startswith(tuple(parts)):
             continue
         h.update(rel.encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def _module_file(root, parts):
+    """The file of module ``parts`` (names below ``root``), or None."""
+    base = root.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if parts and path.is_file():
+            return path
+    return root / "__init__.py" if not parts else None
+
+
+def _imports(path, root):
+    """The files under ``root`` that the module at ``path`` imports, at any depth of its code."""
+    package = path.relative_to(root).parts[:-1]     # an __init__.py's is its own folder
+    found = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            targets = [a.name.split(".")[1:] for a in node.names
+                       if a.name.split(".")[0] == root.name]
+            found.update(f for t in targets for f in (_module_file(root, t),) if f)
+        elif isinstance(node, ast.ImportFrom):
+            names = (node.module or "").split(".") if node.module else []
+            if node.level:
+                if node.level - 1 > len(package):
+                    continue
+                base = list(package[:len(package) - (node.level - 1)]) + names
+            elif names and names[0] == root.name:
+                base = names[1:]
+            else:
+                continue
+            subs = [_module_file(root, base + [a.name]) for a in node.names]
+            found.update(f for f in subs if f)
+            if not all(subs):           # a name of the module itself, not a submodule
+                found.add(_module_file(root, base))
+    found.discard(None)
+    return found
+
+
+def import_closure(path, root=PACKAGE):
+    """The ``.py`` files under ``root`` whose code the module at ``path`` can compile from:
+    itself and every module of ``root`` it imports, directly or through others.
+
+    ``from package import name`` counts the submodule ``name`` where there is one, else the
+    package's ``__init__.py``. The files are read, not imported.
+    """
+    path, root = pathlib.Path(path).resolve(), pathlib.Path(root).resolve()
+    seen, todo = set(), [path]
+    while todo:
+        p = todo.pop()
+        if p not in seen:
+            seen.add(p)
+            todo += _imports(p, root) - seen
+    return seen
 
 
 def cache_root(environ=None):
@@ -57,8 +117,8 @@ def cache_root(environ=None):
                         or os.path.join(os.path.expanduser("~"), ".cache"), "fastsd")
 
 
-def cache_dir(environ=None, root=PACKAGE):
-    """The folder of the cache for the sources under ``root``.
+def cache_dir(environ=None, root=PACKAGE, module=None):
+    """The folder of the cache for the kernels of ``module``.
 
     Parameters
     ----------
@@ -66,17 +126,27 @@ def cache_dir(environ=None, root=PACKAGE):
         Environment variables (default ``os.environ``): ``NUMBA_CACHE_DIR``,
         ``XDG_CACHE_HOME``.
     root : pathlib.Path, default the fastsd package
+    module : path, optional
+        The file defining the kernels: the folder is named by the hash of its
+        ``import_closure``. Default, or a file outside ``root``: every source file
+        under ``root``.
     """
     environ = os.environ if environ is None else environ
     base = environ.get("NUMBA_CACHE_DIR") or os.path.join(cache_root(environ), "numba")
-    return os.path.join(base, f"fastsd-{source_hash(root)}")
+    files = None
+    if module is not None and pathlib.Path(module).resolve().is_relative_to(root.resolve()):
+        files = import_closure(module, root)
+    return os.path.join(base, f"fastsd-{source_hash(root, files=files)}")
 
 
-_DIR = cache_dir()
+@functools.lru_cache(maxsize=None)
+def _dir_of(module):
+    return cache_dir(module=module)
 
 
 def njit(*args, **options):
-    """``numba.njit(cache=True, **options)`` with the cache in ``cache_dir()``.
+    """``numba.njit(cache=True, **options)`` with the cache in ``cache_dir()`` of the
+    function's module.
 
     Used as ``@njit`` or ``@njit(parallel=True, ...)``, like ``numba.njit``.
     """
@@ -85,7 +155,7 @@ def njit(*args, **options):
 
     def decorate(fn):
         before = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = _DIR
+        numba.config.CACHE_DIR = _dir_of(inspect.getsourcefile(fn))
         try:
             return numba.njit(cache=True, **options)(fn)
         finally:

@@ -20,8 +20,8 @@ Entry points: ``simulate`` draws from the counter-based generator; ``run`` is
 the deterministic core fed with pre-drawn symbols and coins (compared exactly
 with ``_reference.run`` and a transcription of App. C.3 in the tests).
 
-The cached kernels are keyed on every fastsd source file (``fastsd._jitcache``),
-so an edit of the generator in ``_reference.py`` recompiles them.
+The cached kernels are keyed on this module's sources and those it imports
+(``fastsd._jitcache``), so an edit of the generator in ``_reference.py`` recompiles them.
 """
 import numba as nb
 import numpy as np
