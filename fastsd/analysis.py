@@ -55,7 +55,7 @@ def activation_changes(results, x):
     ValueError
         As ``activation_change``.
     """
-    from .mlp.train import TrainResult
+    from .mlp.training import TrainResult
 
     if not isinstance(results, (list, tuple)):
         raise TypeError(f"`results` must be a list of TrainResult (use activation_change for "

@@ -596,7 +596,7 @@ def test_relu_derivative_at_zero_is_zero_in_every_engine(engine, dtype):
 def test_models_sharing_a_seed_share_test_draws_and_still_equal_separate_runs(path):
     # Equal seeds and equal (d, sigma2) give identical test streams: the ensemble draws
     # each test set once and computes X w0^T once per shared init; nothing may change.
-    from fastsd.mlp.train import _test_sources
+    from fastsd.mlp.training import _test_sources
     from fastsd._rng import seed_sequence
 
     tasks = [SameDifferent(d=6, L=L, seed=s) for L, s in ((3, 1), (3, 1), (4, 2), (3, 1))]

@@ -263,7 +263,7 @@ def test_auto_follows_the_shipped_prices_not_a_calibration(home, monkeypatch):
 
 
 def test_step_costs_are_the_models_seconds():
-    from fastsd.mlp.train import step_costs
+    from fastsd.mlp.training import step_costs
 
     symbol, dense = step_costs(64, 128, 1024, 512)
     model = mlp_prices.fallback()

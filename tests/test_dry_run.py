@@ -114,9 +114,9 @@ def test_plan_predicts_from_the_cost_model_and_says_what_it_cannot(tmp_path):
 
 def test_plan_returns_a_scan_plan_named_apart_from_a_training_plan(tmp_path):
     """``fastsd.scan.ScanPlan`` (a scan's dry run; it was ``fastsd.scan.Plan``) is not
-    ``fastsd.mlp.train.Plan`` (a ``train_ensemble`` call's arguments, checked)."""
+    ``fastsd.mlp.training.Plan`` (a ``train_ensemble`` call's arguments, checked)."""
     import fastsd.scan
-    from fastsd.mlp.train import Plan
+    from fastsd.mlp.training import Plan
     from fastsd.scan import ScanPlan
 
     p = plan(Grid(L=[2, 3]), "theory", tmp_path / "t.jsonl")

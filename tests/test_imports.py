@@ -7,7 +7,7 @@ be imported; a private *name* (``_engines``, ``_clock``) of another module may
 not: what a module shares, it names publicly.
 
 The package stands on floors (``FLOORS``): a module imports only from floors below
-its own, or from its own package (``fastsd.mlp.train`` from ``fastsd.mlp.prices``);
+its own, or from its own package (``fastsd.mlp.training`` from ``fastsd.mlp.prices``);
 the ground floor's helpers may import each other and no one above. So the machine
 probe (``fastsd._probe``) imports no family, and each family's time model
 (``fastsd.mlp.costs``, ``fastsd.kernels.costs``, ``fastsd.bayes``) stands on it alone.
@@ -136,7 +136,7 @@ def _cycles(edges):
 def test_the_graph_is_read_from_every_module():
     edges, _ = _graph()
     assert len(edges) > 50
-    assert "fastsd.mlp.costs" in edges["fastsd.mlp.train"]          # from . import costs
+    assert "fastsd.mlp.costs" in edges["fastsd.mlp.training"]          # from . import costs
     assert "fastsd._threads" in edges["fastsd.mlp._cpu"]            # from .. import _threads
     assert "fastsd.scan.runner" in edges["fastsd.scan"]
 
@@ -165,7 +165,8 @@ def test_every_import_runs_down_the_floors():
 
 def test_the_floor_rule_finds_a_planted_upward_import():
     edges = {"fastsd._probe": {"fastsd.kernels.backend"}, "fastsd.kernels.costs": {"fastsd.mlp"},
-             "fastsd.bayes": {"fastsd.kernels.costs"}, "fastsd.mlp.train": {"fastsd.mlp.prices"},
+             "fastsd.bayes": {"fastsd.kernels.costs"},
+             "fastsd.mlp.training": {"fastsd.mlp.prices"},
              "fastsd.scan.plans": {"fastsd.mlp.costs", "fastsd._probe"}}
     assert _upward(edges) == [("fastsd._probe", "fastsd.kernels.backend"),
                               ("fastsd.bayes", "fastsd.kernels.costs")]

@@ -53,7 +53,7 @@ def test_a_kernels_cache_moves_with_its_sources_and_only_with_them(tmp_path):
         return {m: _jitcache.cache_dir(env, tree, module=f) for m, f in kernels.items()}
     first = dirs()
     assert len(set(first.values())) == 3
-    for name in ("cli.py", "scan/cluster.py", "mlp/train.py", "activations.py"):
+    for name in ("cli.py", "scan/cluster.py", "mlp/training.py", "activations.py"):
         edit = tree / name                          # imported by no kernel module
         edit.write_text(edit.read_text() + "\n# an edit\n")
         assert dirs() == first, name

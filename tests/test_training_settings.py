@@ -6,7 +6,6 @@ The tests are generated from the spec, so a setting added to it is checked every
 without a test being written for it (issue 27: adding a training parameter touches the spec
 and the engines that use it, nothing else).
 """
-import importlib
 import inspect
 
 import pytest
@@ -14,11 +13,11 @@ import pytest
 import fastsd.mlp
 from fastsd import SameDifferent, train, train_ensemble
 from fastsd.cli import build_parser
-from fastsd.mlp.train import memory_needs
+from fastsd.mlp import training
+from fastsd.mlp.training import memory_needs
 from fastsd.params import TRAINING
 from fastsd.scan import Cell, get_predictor
 
-TRAINER = importlib.import_module("fastsd.mlp.train")     # the module; fastsd.mlp.train is train
 
 
 def _other(p):
@@ -110,7 +109,7 @@ def test_scan_cells_pass_every_setting_they_declare_to_the_trainer(monkeypatch, 
     for name, value in mine.items():
         assert calls[0][name] == value, name
     if predictor in ("mlp", "mlp_image"):          # and to the memory check
-        calls = _spy(monkeypatch, TRAINER, "memory_needs")
+        calls = _spy(monkeypatch, training, "memory_needs")
         with pytest.raises(_Called):
             pred.memory([cell], backend="numpy")
         assert {n: calls[0][n] for n in mine} == mine

@@ -400,7 +400,7 @@ def test_a_long_evaluation_window_holds_no_more_batches():
     (it used to draw the whole window's batches, 20000 x 128 pairs, 100 MB, at once)."""
     import tracemalloc
 
-    from fastsd.mlp.train import memory_needs
+    from fastsd.mlp.training import memory_needs
 
     kw = dict(width=2, batch_size=1000, n_test=4)
     assert ([n.nbytes for n in memory_needs(TASK, 1.0, 0, steps=10**9, eval_every=10**9, **kw)]

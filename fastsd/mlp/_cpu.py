@@ -1,6 +1,6 @@
 """Backend "cpu" of the mlp family: the Numba/BLAS training engines and their path costs.
 
-The mlp family's interface (``fastsd.mlp.train.FAMILY``): every backend module
+The mlp family's interface (``fastsd.mlp.training.FAMILY``): every backend module
 (``_reference``, ``_cpu``, ``_cuda``) defines ``ENGINES``, its paths ("dense",
 and "symbol" where it has one) mapped to engine classes built as
 ``Engine(tasks, params0, scales, lrs, dtype)``, and, where it has two paths,

@@ -144,7 +144,7 @@ class Predictor:
 
 class _TrainsEnsembles(Predictor):
     """A predictor whose groups are ``train_ensemble`` calls: ``check`` plans the call
-    (``memory``: ``fastsd.mlp.train.memory_needs``, which validates what the call would,
+    (``memory``: ``fastsd.mlp.training.memory_needs``, which validates what the call would,
     gamma's range in the dtype among it) without training."""
 
     def check(self, group, backend="cpu", dtype=None):
@@ -203,7 +203,7 @@ class MLPPredictor(_TrainsEnsembles):
                                  inputs="noise" if s["sigma2"] > 0 else "symbols")
 
     def memory(self, group, backend="cpu", dtype=None):
-        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
+        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.training.memory_needs``)."""
         from ..tasks import SameDifferent
 
         c = Cell(**group[0])
@@ -297,7 +297,7 @@ class MLPImagePredictor(_TrainsEnsembles):
                                  inputs=inputs, entries=entries)
 
     def memory(self, group, backend="cpu", dtype=None):
-        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.train.memory_needs``)."""
+        """What ``train_ensemble`` allocates for the group (``fastsd.mlp.training.memory_needs``)."""
         return _ensemble_memory(group, [self.make_task(group[0])] * len(group), backend, dtype)
 
     def cost_model(self, backend="cpu", dtype=None):
@@ -369,7 +369,7 @@ def _mlp_cost_model(backend, dtype):
 
 def _ensemble_memory(group, tasks, backend, dtype):
     """Bytes ``train_ensemble`` needs for a group of cells with these tasks."""
-    from ..mlp.train import memory_needs
+    from ..mlp.training import memory_needs
 
     s = group[0]
     needs = memory_needs(tasks, [g["gamma"] for g in group], [g["seed"] for g in group],
