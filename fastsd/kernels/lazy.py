@@ -49,7 +49,10 @@ to the limit shrinks like 1/sqrt(width)).
 
 How it is computed
 ------------------
-``lazy_limit`` validates, wires and records; the work is done by
+``lazy_limit`` is three steps, as ``fastsd.train_ensemble`` is: its arguments checked into a
+frozen ``LazyConfig``, planned (``LazyPlan``: the backend, the pairs' count, the solver for the
+sizes, the memory checked; nothing allocated) and solved (the pairs drawn, the kernel built,
+the method run and read, the record written). The work is done by
 
 - ``fastsd.kernels.pairs``: the training pairs (all, a balanced sample, or
   given), their class weights, and the pair kernel from the L x L symbol Gram
@@ -90,7 +93,8 @@ from .pairs import PairKernel, accuracy, choose_pairs, class_weights, count_pair
 from .solvers import CG_MAX_PAIRS, SOLVERS, SolveSize, SolveTooLargeError, choose_solver
 
 #: CG_MAX_PAIRS and SolveTooLargeError are the solvers', re-exported with the entry point.
-__all__ = ["CG_MAX_PAIRS", "LazyResult", "SolveTooLargeError", "lazy_cell", "lazy_limit"]
+__all__ = ["CG_MAX_PAIRS", "LazyConfig", "LazyPlan", "LazyResult", "SolveTooLargeError",
+           "lazy_cell", "lazy_limit"]
 
 METHODS = LAZY_LIMIT["method"].choices
 
@@ -330,6 +334,47 @@ default "logistic_flow"
     (256, True)
     """
     start = time.perf_counter()
+    config = _check(task, method, kernel=kernel, pairs=pairs, seed=seed, n_test=n_test,
+                    test_x=test_x, ridge=ridge, solver=solver, max_bytes=max_bytes, tol=tol,
+                    maxiter=maxiter, kernel_tol=kernel_tol, dtype=dtype, steps=steps,
+                    alpha0=alpha0, eval_every=eval_every, eval_at=eval_at,
+                    batch_size=batch_size, backend=backend)
+    return _solve(_plan(config), progress, start)
+
+
+@dataclass(frozen=True)
+class LazyConfig:
+    """``lazy_limit``'s arguments, checked and resolved: each field is the parameter of its
+    name (``kernel`` the kernel's kind), with defaults filled in (``alpha0``, ``max_bytes``),
+    ``seed`` a SeedSequence (fresh entropy for None) and ``evals`` the evaluation steps
+    (``fastsd.schedules.Evaluations``). Nothing is allocated or chosen yet."""
+
+    task: Task
+    method: str
+    kernel: str
+    pairs: object
+    seed: np.random.SeedSequence
+    n_test: int
+    test_x: object
+    ridge: float
+    solver: str
+    max_bytes: int
+    tol: float
+    maxiter: object
+    kernel_tol: object
+    dtype: str
+    steps: int
+    alpha0: float
+    eval_every: int
+    eval_at: object
+    evals: Evaluations
+    batch_size: int
+    backend: str
+
+
+def _check(task, method, *, kernel, pairs, seed, n_test, test_x, ridge, solver, max_bytes, tol,
+           maxiter, kernel_tol, dtype, steps, alpha0, eval_every, eval_at, batch_size, backend):
+    """``lazy_limit``'s arguments as a ``LazyConfig``; raises as ``lazy_limit`` does."""
     if not isinstance(task, Task) or not hasattr(task, "symbols"):
         raise TypeError(f"`task` must be a fastsd symbol task such as SameDifferent; "
                         f"got {task!r:.80}.")
@@ -369,62 +414,98 @@ default "logistic_flow"
         raise ValueError(f"`pairs` must be 'all' with solver='kron' (the kernel of all L^2 "
                          f"ordered pairs is a sum of Kronecker products); got {pairs!r:.80}; "
                          f"use solver='dense' or 'cg' for a sample or given pairs.")
-    backend, ops = KERNELS.load(backend)
+    return LazyConfig(task, method, kernel_kind, pairs, seed, n_test, test_x, ridge, solver,
+                      max_bytes, tol, maxiter, kernel_tol, dtype, steps, alpha0, eval_every,
+                      eval_at, evals, batch_size, backend)
 
-    L = task.L
-    P = count_pairs(L, pairs)
-    maxiter = min(10 * P, 5000) if maxiter is None else check_int("maxiter", maxiter, minimum=1)
-    size = SolveSize(P=P, L=L, all_pairs=isinstance(pairs, str), max_bytes=max_bytes,
-                     kernel_tol=kernel_tol, method=method, d=task.symbols.shape[1], dtype=dtype)
-    if method == "mean_difference" and solver == "auto" and dtype == "float64" \
+
+@dataclass(frozen=True)
+class LazyPlan:
+    """A ``LazyConfig`` planned: the backend loaded (``ops``), the number of training pairs
+    ``P``, the CG iteration cap, the solver chosen for the sizes (``solver_cls``, ``size``),
+    the memory checked; nothing allocated."""
+
+    config: LazyConfig
+    backend: str
+    ops: object
+    P: int
+    maxiter: int
+    size: SolveSize
+    solver_cls: type
+
+
+def _plan(config):
+    """The ``LazyPlan`` of ``config``; raises as ``lazy_limit`` does before allocating."""
+    c = config
+    backend, ops = KERNELS.load(c.backend)
+    L = c.task.L
+    P = count_pairs(L, c.pairs)
+    maxiter = min(10 * P, 5000) if c.maxiter is None else check_int("maxiter", c.maxiter,
+                                                                     minimum=1)
+    size = SolveSize(P=P, L=L, all_pairs=isinstance(c.pairs, str), max_bytes=c.max_bytes,
+                     kernel_tol=c.kernel_tol, method=c.method, d=c.task.symbols.shape[1],
+                     dtype=c.dtype)
+    solver = c.solver
+    if c.method == "mean_difference" and solver == "auto" and c.dtype == "float64" \
             and P <= CG_MAX_PAIRS:
         solver = "cg"       # matrix-free: the test logits are its only products
     solver_cls = choose_solver(solver, size)
-    check_fits(memory_needs(L, task.input_dim, method, pairs, P, n_test, test_x,
-                      min(BatchStream.BLOCK, steps), batch_size))
-    u, v, selection = choose_pairs(L, pairs, seed)
+    check_fits(memory_needs(L, c.task.input_dim, c.method, c.pairs, P, c.n_test, c.test_x,
+                            min(BatchStream.BLOCK, c.steps), c.batch_size))
+    return LazyPlan(config, backend, ops, P, maxiter, size, solver_cls)
 
-    pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, kernel_kind)
-    op = solver_cls(pair_kernel, size, progress=progress)
+
+def _solve(plan, progress, start):
+    """Run ``plan``: the pairs drawn, the kernel operator built, the method solved and
+    read; its ``LazyResult`` (``start``: ``time.perf_counter()`` when the call began)."""
+    c, ops, P = plan.config, plan.ops, plan.P
+    task, method, seed, n_test, evals, L = c.task, c.method, c.seed, c.n_test, c.evals, c.task.L
+    u, v, selection = choose_pairs(L, c.pairs, seed)
+
+    pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, c.kernel)
+    op = plan.solver_cls(pair_kernel, plan.size, progress=progress)
     same = u == v
     w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
     info = op.record()
     history = {}
     if method in ONE_READING:
         if method == "regression":
-            c, solved = dynamics.regression(op, w, y, ridge=ridge, tol=tol, maxiter=maxiter)
+            coef, solved = dynamics.regression(op, w, y, ridge=c.ridge, tol=c.tol,
+                                               maxiter=plan.maxiter)
             info.update(solved)
         else:
-            c = dynamics.mean_difference(w, y)
-        acc = best = accuracy(op, c, *task.sample_test(n_test, seed))
+            coef = dynamics.mean_difference(w, y)
+        acc = best = accuracy(op, coef, *task.sample_test(n_test, seed))
     else:
         streams = train_streams(seed)
 
-        def evaluate(c, t):
-            return accuracy(op, c, *task.sample_test(n_test, streams[evals.test_stream(t)]))
+        def evaluate(coef, t):
+            return accuracy(op, coef, *task.sample_test(n_test, streams[evals.test_stream(t)]))
 
         flow = dict(evals=evals, progress=progress)
         if method == "logistic_flow":
-            c, history, flown = dynamics.logistic_flow(op, w, y, evaluate, alpha0=alpha0, **flow)
+            coef, history, flown = dynamics.logistic_flow(op, w, y, evaluate, alpha0=c.alpha0,
+                                                          **flow)
             info.update(flown)
         else:
-            batches = BatchStream(task, streams["pairs"], batch_size)
+            batches = BatchStream(task, streams["pairs"], c.batch_size)
 
             def draw(n):
                 bu, bv, by = batches.take(n)
                 return bu.astype(np.int64) * L + bv, by
 
-            c, history = dynamics.logistic_sgd(op, draw, evaluate, lr=alpha0 / batch_size, **flow)
+            coef, history = dynamics.logistic_sgd(op, draw, evaluate,
+                                                  lr=c.alpha0 / c.batch_size, **flow)
         acc, best = history["test_accuracy"][-1], max(history["test_accuracy"])
-    preds = None if test_x is None else op.logits(test_x, c)
+    preds = None if c.test_x is None else op.logits(c.test_x, coef)
     info.update(op.counts())
     config = {"task": type(task).__name__, "d": task.d, "L": L, "sigma2": task.sigma2,
               **task_identity(task), "seed": recorded_seed(seed),
-              "kernel": kernel_kind, "backend": backend, "ridge": ridge, "tol": tol,
-              "dtype": dtype,
-              "steps": steps,
-              "alpha0": alpha0, "eval_every": eval_every, "eval_at": eval_at,
-              "batch_size": batch_size, "version": __version__}
+              "kernel": c.kernel, "backend": plan.backend, "ridge": c.ridge, "tol": c.tol,
+              "dtype": c.dtype,
+              "steps": c.steps,
+              "alpha0": c.alpha0, "eval_every": c.eval_every, "eval_at": c.eval_at,
+              "batch_size": c.batch_size, "version": __version__}
     if method in ONE_READING:
         for k in ("steps", "alpha0", "eval_every", "eval_at", "batch_size"):
             config.pop(k)
@@ -432,8 +513,9 @@ default "logistic_flow"
         method=method, test_accuracy=acc,
         test_accuracy_se=accuracy_se(acc, n_test), best_test_accuracy=best,
         n_test=n_test, n_train_pairs=P, n_same=int(same.sum()), n_diff=int(P - same.sum()),
-        pair_selection=selection, solver=solver_cls.name, solver_info=info, history=history,
-        predictions=preds, config=config, wall_time=time.perf_counter() - start)
+        pair_selection=selection, solver=plan.solver_cls.name, solver_info=info,
+        history=history, predictions=preds, config=config,
+        wall_time=time.perf_counter() - start)
 
 
 def memory_needs(L, p, method, pairs, P, n_test, test_x, chunk, batch_size):
