@@ -38,7 +38,8 @@ QUADRATURE_POINTS = 128
 #: The most a quadrature kernel entry may move, relative to 1 + |x||y|, between three
 #: quarters of its nodes and all of them (``gauss_hermite``'s check): it bounds the error of
 #: the sum on fewer nodes; the sum on all of them, converging root-exponentially, is closer
-#: (tanh's at |x|^2 = |y|^2 = 2: 2e-8 on 96 nodes, 7e-10 on 128).
+#: (tanh's at |x|^2 = |y|^2 = 2 and rho = 0.5: 2e-8 on 96 nodes, 7e-10 on 128; at rho = 1,
+#: its hardest, 5e-8 on 128).
 QUADRATURE_TOL = 1e-5
 #: Bytes of the quadrature's values held at once.
 _QUAD_BYTES = 32 << 20
@@ -138,8 +139,8 @@ def gauss_hermite(act, dot, nx2, ny2, points=QUADRATURE_POINTS):
     ------
     ValueError
         Naming ``points``, for fewer than 8, or where the check fails (the error grows with
-        the norms and with how sharply ``act`` bends: tanh's kernels at |x|^2 = 2 are within
-        1e-9 on 128 points, at |x|^2 = 6 within 4e-6).
+        the norms, with rho and with how sharply ``act`` bends: tanh's kernels at |x|^2 = 2
+        are within 5e-8 on 128 points (1e-9 at rho = 0.5), at |x|^2 = 6 within 4e-6).
     """
     points = check_int("points", points, 8)
     dot, nx2, ny2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
