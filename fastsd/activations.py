@@ -69,7 +69,7 @@ class Activation:
     Notes
     -----
     ``nngp``, ``ntk`` and ``kernels`` implement App. D's kernels for sigma (Cho & Saul
-    2009 for ReLU); ``Activation``s compare by name.
+    2009 for ReLU); two of them compare equal when their names are.
     """
 
     name: str
