@@ -28,6 +28,8 @@ OPTIONAL = {
     "torch": "a peer in bench/ (pip install torch==2.13.0)",
     "torchvision": "CIFAR's VGG-16 features (README, visual tasks)",
     "jax": "a peer in bench/ (pip install jax jaxlib)",
+    "neural_tangents": "a check in bench/bench_activations.py (neural-tangents 0.6.5 with jax "
+                       "and jaxlib 0.4.30, tf2jax 0.3.6)",
 }
 
 
