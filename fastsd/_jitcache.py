@@ -163,6 +163,74 @@ def njit(*args, **options):
     return decorate
 
 
+def instantiate(templates, namespace, bindings, variant):
+    """Compile plain-Python ``templates`` once more, with ``bindings`` among their globals.
+
+    A family of kernels written once and compiled per variant (the MLP kernels per
+    activation, ``fastsd.mlp._cpu_kernels.kernels``): each template is a function of the
+    module whose globals are ``namespace``, whose code calls names that ``bindings`` gives
+    (compiled functions). The templates are compiled in order, each as
+    ``numba.njit(**options)``, and bound under its name for those after it, so a template may
+    call an earlier one.
+
+    Parameters
+    ----------
+    templates : list of (function, dict)
+        Each plain function and its ``numba.njit`` options.
+    namespace : dict
+        The globals of the templates' module.
+    bindings : dict
+        Names the templates call, with what they are in this variant.
+    variant : str or None
+        The name of the variant's cache folder, under the templates' module's
+        ``cache_dir``: it must name what ``bindings`` compile (their sources); None: not
+        cached (compiled in each process).
+
+    Returns
+    -------
+    dict
+        The compiled templates by name.
+    """
+    import types
+
+    scope = {**namespace, **bindings}
+    # Each variant's functions under names of their own: compiled code calls a function by a
+    # symbol formed from its name, and two variants' symbols of one name, loaded from the
+    # cache into one process, would resolve to one of them.
+    suffix = "".join(ch if ch.isalnum() else "_" for ch in variant or f"nocache{id(scope)}")
+    out = {}
+    for fn, options in templates:
+        f = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__)
+        f.__qualname__ = f"{fn.__qualname__}__{suffix}"
+        f.__doc__, f.__module__ = fn.__doc__, fn.__module__
+        if variant is None:
+            compiled = numba.njit(**options)(f)
+        else:
+            before = numba.config.CACHE_DIR
+            numba.config.CACHE_DIR = os.path.join(_dir_of(inspect.getsourcefile(fn)), variant)
+            try:
+                compiled = numba.njit(cache=True, **options)(f)
+            finally:
+                numba.config.CACHE_DIR = before
+        scope[fn.__name__] = out[fn.__name__] = compiled
+    return out
+
+
+def variant_name(name, *functions):
+    """A cache folder name for a variant of ``instantiate`` that compiles ``functions``:
+    ``name`` and a hash of the files that define them and of the values they close over;
+    None where one has no source file (a function typed at a prompt: not cached)."""
+    h = hashlib.sha256(name.encode())
+    for fn in functions:
+        try:
+            h.update(pathlib.Path(inspect.getsourcefile(fn)).read_bytes())
+        except (TypeError, OSError):
+            return None
+        h.update(fn.__qualname__.encode())
+        h.update(repr([c.cell_contents for c in fn.__closure__ or ()]).encode())
+    return f"{name}-{h.hexdigest()[:16]}"
+
+
 def jitable(fn):
     """Register ``fn`` so that compiled CPU code and Numba-CUDA kernels can call it.
 

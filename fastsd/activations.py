@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
-from scipy.special import roots_hermitenorm
 
 from ._arccos import kernels_from_gram
 from ._validation import check_array, check_int
@@ -65,6 +64,16 @@ class Activation:
     array_fn, array_grad : callable, optional
         NumPy-only forms of ``fn`` and ``grad`` for arrays where the compiled form calls a
         scalar function (``math.erf``); default ``fn`` and ``grad``.
+    homogeneous : bool, default False
+        sigma(c u) = c sigma(u) for every c > 0 (the a relu(u) + b relu(-u) family): the
+        finite network's hidden unit sigma(sqrt(m) w.x) / sqrt(m) is then sigma(w.x), and the
+        kernels take it so, without the two roundings of the scaling.
+    delta : callable, optional
+        ``delta(u, du) -> sigma(u + du) - sigma(u)`` for float64 scalars, Numba-compilable,
+        formed without cancellation (the CPU kernels' centred output, where du is ~1e-7 of
+        u in the lazy regime); None: ``fastsd.mlp._cpu_kernels``' default, the two-point
+        Gauss-Legendre rule on ``grad`` for small du (exact to rounding for a smooth sigma;
+        within du times the jump of sigma' when a kink lies between u and u + du).
 
     Notes
     -----
@@ -78,6 +87,8 @@ class Activation:
     closed: Optional[Callable] = field(default=None, compare=False)
     array_fn: Optional[Callable] = field(default=None, compare=False)
     array_grad: Optional[Callable] = field(default=None, compare=False)
+    homogeneous: bool = field(default=False, compare=False)
+    delta: Optional[Callable] = field(default=None, compare=False)
 
     def __call__(self, h):
         """sigma(h) of a float64 array."""
@@ -86,6 +97,19 @@ class Activation:
     def derivative(self, h):
         """sigma'(h) of a float64 array."""
         return (self.array_grad or self.grad)(h)
+
+    def unit(self, h):
+        """The finite network's hidden units sigma(sqrt(m) h) / sqrt(m) of preactivations
+        h = w.x, an (..., m) float64 array of m units (sigma(h) itself where
+        ``homogeneous``)."""
+        if self.homogeneous:
+            return self(h)
+        c = math.sqrt(h.shape[-1])
+        return self(c * h) / c
+
+    def unit_derivative(self, h):
+        """d unit / dh = sigma'(sqrt(m) h) of an (..., m) float64 array, as ``unit``."""
+        return self.derivative(h if self.homogeneous else math.sqrt(h.shape[-1]) * h)
 
     def kernels_from_gram(self, dot, nx2, ny2, points=QUADRATURE_POINTS):
         """(k0, k1) from x.y and the squared norms (float64 arrays that broadcast); closed
@@ -165,6 +189,8 @@ def gauss_hermite(act, dot, nx2, ny2, points=QUADRATURE_POINTS):
 
 def _quadrature(act, nx, ny, rho, points):
     """``gauss_hermite``'s sums on ``points`` nodes for the flat entries (|x|, |y|, rho)."""
+    from scipy.special import roots_hermitenorm     # slow to import: only when used
+
     z, w = roots_hermitenorm(points)
     ww = np.outer(w, w) / (2.0 * math.pi)
     k0, k1 = np.empty(nx.size), np.empty(nx.size)
@@ -209,7 +235,23 @@ def abrelu(a, b, name=None):
         m0, m1 = _relu_closed(-dot, nx2, ny2)
         return (a * a + b * b) * p0 - 2 * a * b * m0, (a * a + b * b) * p1 + 2 * a * b * m1
 
-    return Activation(name or f"abrelu({a:g},{b:g})", fn, grad, closed)
+    def delta(u, du):           # relu_difference of (u, du) and of (-u, -du), inline
+        h = u + du
+        up = (du if h > 0.0 else -u) if u > 0.0 else (h if h > 0.0 else 0.0)
+        down = (-du if h < 0.0 else u) if u < 0.0 else (-h if h < 0.0 else 0.0)
+        return a * up + b * down
+
+    return Activation(name or f"abrelu({a:g},{b:g})", fn, grad, closed, homogeneous=True,
+                      delta=delta)
+
+
+def relu_difference(u, du):
+    """relu(u + du) - relu(u) of float64 scalars, exactly as the difference rounds (no
+    cancellation): du, -u, u + du or 0 by the signs. Numba-compilable."""
+    h = u + du
+    if u > 0.0:
+        return du if h > 0.0 else -u
+    return h if h > 0.0 else 0.0
 
 
 def _relu(u):
@@ -289,7 +331,8 @@ def _softplus(u):
 
 #: The built-in activations by name.
 ACTIVATIONS = {
-    "relu": Activation("relu", _relu, _relu_grad, _relu_closed),
+    "relu": Activation("relu", _relu, _relu_grad, _relu_closed, homogeneous=True,
+                       delta=relu_difference),
     "leaky_relu": abrelu(1.0, -0.01, "leaky_relu"),
     "abs": abrelu(1.0, 1.0, "abs"),
     "erf": Activation("erf", _erf, _erf_grad, _erf_closed, _erf_array),
@@ -300,22 +343,22 @@ ACTIVATIONS = {
 }
 
 
-def get_activation(activation):
+def get_activation(activation, name="activation"):
     """The ``Activation`` named ``activation`` (``ACTIVATIONS``), or ``activation`` itself.
 
     Raises
     ------
     ValueError
-        Naming ``activation``, for a name not in ``ACTIVATIONS`` or anything else that is
-        not an ``Activation``.
+        Naming the parameter ``name``, for a name not in ``ACTIVATIONS`` or anything else
+        that is not an ``Activation``.
     """
     if isinstance(activation, Activation):
         return activation
     if isinstance(activation, str) and activation in ACTIVATIONS:
         return ACTIVATIONS[activation]
-    raise ValueError(f"`activation` must be one of {', '.join(map(repr, ACTIVATIONS))} or an "
+    raise ValueError(f"`{name}` must be one of {', '.join(map(repr, ACTIVATIONS))} or a "
                      f"fastsd.activations.Activation; got {activation!r}.")
 
 
 __all__ = ["ACTIVATIONS", "QUADRATURE_POINTS", "QUADRATURE_TOL", "Activation", "abrelu",
-           "gauss_hermite", "get_activation"]
+           "gauss_hermite", "get_activation", "relu_difference"]

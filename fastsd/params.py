@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._dispatch import BACKENDS
+from .activations import ACTIVATIONS, get_activation
 from ._validation import check_batch_size, check_choice, check_float, check_int, fail
 from .conventions import is_lazy
 from .schedules import Evaluations, check_eval_at
@@ -33,7 +34,7 @@ REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
 #: A value of no declared type (``Param.invalid`` of a choice).
 _STRANGER = type("Stranger", (), {"__repr__": lambda self: "<an object of no declared type>"})()
 KINDS = ("int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs",
-         "schedule")
+         "schedule", "activation")
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,15 @@ class Param:
     name : str
         The Python name (the CLI option is ``--name`` with "_" as "-").
     kind : {"int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs", \
-"schedule"}
+"schedule", "activation"}
         "bool": True or False (NumPy's too); "sign": +1 or -1 (a number, not a bool), returned as an int;
         "batch_size": an even integer >= 2; "gamma": a float > 0 or "lazy";
         "seed": an integer >= 0; "pairs": "all" or an integer >= 2 (at most
         L^2, checked where L is known); "schedule": evaluation steps, "log" or
         integers >= 1 (``fastsd.schedules.check_eval_at``, which gives one text for
-        one schedule: "1,3,10").
+        one schedule: "1,3,10"); "activation": a name in ``fastsd.activations.ACTIVATIONS``
+        (at the time of the check), or an ``Activation`` (returned as its name where it is
+        that name's).
     help : str
         One line for ``--help`` and the docs, without the default.
     default : object
@@ -125,6 +128,9 @@ class Param:
             return check_int(self.name, value, 2)
         if self.kind == "schedule":
             return check_eval_at(value, self.name)
+        if self.kind == "activation":
+            act = get_activation(value, self.name)
+            return act.name if ACTIVATIONS.get(act.name) is act else act
         if self.kind == "bool":
             if not isinstance(value, (bool, np.bool_)):
                 fail(self.name, "True or False", value, TypeError)
@@ -160,6 +166,8 @@ class Param:
         elif self.kind == "schedule":
             out = [("x", ValueError), ("0,3", ValueError), ([], ValueError), (1.5, TypeError),
                    ([1.5], TypeError)]
+        elif self.kind == "activation":
+            out = [("x", ValueError), ("ReLU", ValueError), (1, ValueError)]
         elif self.kind in ("float", "gamma"):
             out += [(math.nan, ValueError), (math.inf, ValueError)]
             if self.positive or self.kind == "gamma":
@@ -180,6 +188,7 @@ class Param:
                  "gamma": "a number > 0 or 'lazy'", "pairs": "'all' or an integer >= 2",
                  "schedule": "'log' (1, 2, 3, 5, 10, 20, ...) or steps >= 1 separated by "
                              "commas",
+                 "activation": "one of " + ", ".join(map(repr, ACTIVATIONS)),
                  "float": "a finite number" + (" > 0" if self.positive else
                                                " >= 0" if self.nonnegative else "")}
         return words.get(self.kind) or "one of " + ", ".join(map(repr, self.choices))
@@ -191,6 +200,7 @@ class Param:
         kind = {"int": "int", "seed": "int", "batch_size": "int", "float": "float",
                 "gamma": 'float or "lazy"', "bool": "bool", "sign": "int", "pairs": 'int or "all"',
                 "schedule": '"log", str or sequence of int',
+                "activation": "str or fastsd.activations.Activation",
                 "choice": "{" + ", ".join(map(repr, self.choices)) + "}"}[self.kind]
         if self.optional:
             kind += ", optional"
@@ -416,6 +426,12 @@ TRAINING = Spec(
     Param("init", "choice", "initialisation of the hidden weights", "normal",
           choices=("normal", "truncated"),
           doc="Initialisation of the hidden weights (``fastsd.mlp.model.init_params``)."),
+    Param("activation", "activation", "the hidden units' activation sigma", "relu",
+          doc="The hidden units' activation sigma (``fastsd.activations``): a name of "
+              "``ACTIVATIONS`` or an ``Activation``; the unit is sigma(sqrt(m) w.x) / sqrt(m) "
+              "(relu(w.x) for ReLU, Eq. 1). Paths \"dense\" and \"sparse\" of backends "
+              "\"numpy\" and \"cpu\" train any; the others ReLU only (refused before anything "
+              "runs). Recorded (and keyed in a scan) only off \"relu\"."),
 )
 
 MLP = Spec(

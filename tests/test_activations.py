@@ -139,7 +139,7 @@ def test_bad_activations_are_refused_by_name():
     assert get_activation("gelu") is ACTIVATIONS["gelu"]
     assert get_activation(ACTIVATIONS["tanh"]) is ACTIVATIONS["tanh"]
     for bad in ("ReLU", "swish", None, np.tanh):
-        with pytest.raises(ValueError, match=r"`activation` must be one of 'relu', .* or an "
+        with pytest.raises(ValueError, match=r"`activation` must be one of 'relu', .* or a "
                                              r"fastsd.activations.Activation; got"):
             get_activation(bad)
     with pytest.raises(ValueError, match="`a`"):

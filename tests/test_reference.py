@@ -167,8 +167,8 @@ def test_reference_loss_and_sigmoid_match_closed_form(f, y):
 
 def test_reference_relu_grad_at_zero_is_zero():
     h = np.array([-1.0, -0.0, 0.0, 1e-300, 2.0])
-    np.testing.assert_array_equal(ref.relu_grad(h), [0.0, 0.0, 0.0, 1.0, 1.0])
-    np.testing.assert_array_equal(ref.relu(h), [0.0, 0.0, 0.0, 1e-300, 2.0])
+    np.testing.assert_array_equal(ref.RELU.unit_derivative(h), [0.0, 0.0, 0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(ref.RELU.unit(h), [0.0, 0.0, 0.0, 1e-300, 2.0])
 
 
 def zero_preactivation_problem():

@@ -30,6 +30,8 @@ def _other(p):
         return 0.05
     if p.kind == "schedule":            # a step within the steps below (4), as it is recorded
         return "3"
+    if p.kind == "activation":
+        return "tanh"
     return (p.minimum or 0) + 3
 
 

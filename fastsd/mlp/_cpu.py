@@ -30,6 +30,7 @@ import numpy as np
 from .. import _blas, _philox, _threads
 from .._gemm import Gemm, Gemms, gemm_into as _gemm_into
 from .._philox import NormalStream
+from ..activations import ACTIVATIONS
 from . import _cpu_kernels as kern
 from .model import Params
 
@@ -54,10 +55,16 @@ def _stack(arrays, dtype):
 
 
 class _DisplacementEngine:
-    """Shared state of the Numba engines: w0, a0 and the displacements dw, da."""
+    """Shared state of the Numba engines: w0, a0 and the displacements dw, da, and the
+    activation's kernels (``_cpu_kernels.kernels``)."""
 
-    def __init__(self, params0, scales, lrs, dtype):
+    #: Whether the engine trains any activation (else ReLU only: ``build_engines``).
+    any_activation = True
+
+    def __init__(self, params0, scales, lrs, dtype, activation=ACTIVATIONS["relu"]):
         self.dtype = np.dtype(dtype)
+        self.kern = kern.kernels(activation)
+        self.unit_scale = self.kern.unit_scale(params0[0].a.shape[0])
         self.w0T = _stack([p.w.T for p in params0], dtype)        # (M, p, m)
         self.a0 = _stack([p.a for p in params0], dtype)           # (M, m)
         self.da = np.zeros_like(self.a0)
@@ -101,7 +108,7 @@ class _DisplacementEngine:
             h0 = self._initial_preactivations(X, sources)    # through TrainResult.diverged
             dh = self._displacement_preactivations(X, sources)
         out = np.empty((len(X), X[0].shape[0]))
-        kern.centered_output(h0, dh, self.a0, self.da, self.scales, out)
+        self.kern.centered_output(h0, dh, self.a0, self.da, self.scales, out, self.unit_scale)
         return out
 
     def params(self):
@@ -126,8 +133,8 @@ class DenseEngine(_DisplacementEngine):
     writes the contiguous rows m: in place.
     """
 
-    def __init__(self, tasks, params0, scales, lrs, dtype):
-        super().__init__(params0, scales, lrs, dtype)
+    def __init__(self, tasks, params0, scales, lrs, dtype, activation=ACTIVATIONS["relu"]):
+        super().__init__(params0, scales, lrs, dtype, activation)
         self.tasks = tasks
         M, p, m = self.w0T.shape
         self.W = np.zeros((M, 2 * m, p), self.dtype)
@@ -200,9 +207,9 @@ class _Fused:
 
     def _block(self, k, j):
         e = self.engine
-        self.part_loss[k, j], self.part_correct[k, j] = kern.dense_fused(
+        self.part_loss[k, j], self.part_correct[k, j] = e.kern.dense_fused(
             self.H, self.D, self.offset, e.a0, e.da, self.Y, e.scales, self.grad_h,
-            self.part_a[k, j], k, self.edges[j], self.edges[j + 1])
+            self.part_a[k, j], k, self.edges[j], self.edges[j + 1], e.unit_scale)
 
     def _part(self, i):
         self._block(*self.blocks[i])
@@ -254,8 +261,8 @@ class SparseEngine(_DisplacementEngine):
     the dense GEMMs'.
     """
 
-    def __init__(self, tasks, params0, scales, lrs, dtype):
-        super().__init__(params0, scales, lrs, dtype)
+    def __init__(self, tasks, params0, scales, lrs, dtype, activation=ACTIVATIONS["relu"]):
+        super().__init__(params0, scales, lrs, dtype, activation)
         self.tasks = tasks
         M, p, m = self.w0T.shape
         layouts = [t.stamp_pixels() for t in tasks]
@@ -535,7 +542,9 @@ class _DrawnNoise:
 
 
 class SymbolEngine(_DisplacementEngine):
-    """Symbol-basis path (clean symbol tasks), M models with the same L."""
+    """Symbol-basis path (clean symbol tasks), M models with the same L; ReLU only."""
+
+    any_activation = False
 
 
     def __init__(self, tasks, params0, scales, lrs, dtype):

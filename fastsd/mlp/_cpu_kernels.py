@@ -10,6 +10,14 @@ with h0 = w0 . x and dh = dw . x. The difference of ReLUs is formed exactly
 of h0) keeps full relative precision in float32 instead of cancelling
 f(theta) - f(theta0).
 
+Activations (``fastsd.activations``): the kernels that touch the hidden units
+(``centered_output`` and ``dense_fused``, with the rows they call) are templates,
+compiled per activation by ``kernels(activation)`` (``fastsd._jitcache.instantiate``):
+ReLU's unit is the code above; any other sigma's is the hidden unit
+sigma(c h) / c with c = sqrt(m) (1 for a homogeneous sigma), computed in float64,
+its centred part from ``Activation.delta`` (``_gauss_delta`` by default), so
+that it keeps its precision in the lazy regime. The symbol path is ReLU's.
+
 Dense path: GEMMs by BLAS (SciPy's, written in place, in fixed blocks on fastsd's team,
 ``fastsd._gemm``), then ``dense_fused`` for ReLU, mask, readout reduction, centering, loss and
 gradient in one pass over blocks of a batch's rows, also on the team. The noisy task's inputs are
@@ -43,6 +51,9 @@ depend on BLAS's threads either (tests/test_backends.py). (Spreading one model
 over threads, phase by phase, cost more in synchronisation than it saved at
 these sizes, and two one-thread processes beat one two-thread process here.)
 """
+
+import math
+from types import SimpleNamespace
 
 import numba as nb
 import numpy as np
@@ -116,18 +127,68 @@ def _lane_sum(x, zero):
     return t
 
 
-@_jitcache.njit(fastmath=_FASTMATH)
-def _output_row(h0, dh, a0, da, scale, terms, zero):
+# The hidden units' part of the kernels, per activation (``kernels``): ``_unit_output`` is
+# one unit's term of the centred output, ``_unit_backward`` its gradients; ``c`` is the unit
+# scale sqrt(m) (unused by ReLU's).
+@nb.njit(inline="always")
+def _relu_output(h0, dh, a0, da, c):
+    """a0 (relu(h0 + dh) - relu(h0)) + da relu(h0 + dh), in the dtype of h0."""
+    h = h0 + dh
+    return a0 * _drelu(h0, dh, h) + da * max(h, h * 0)
+
+
+@nb.njit(inline="always")
+def _relu_backward(h, a, ef, c):
+    """(ef a relu'(h), ef relu(h)).
+
+    Selects, not branches: the sign of h is a coin flip, and a mispredicted branch
+    an entry cost more than the row's arithmetic (adding a zero leaves grad_a's value).
+    """
+    pos = h > 0
+    zero = abs(h * 0)           # +0, as before
+    return (ef * a if pos else zero), (ef * h if pos else zero)
+
+
+def _unit_output_any(h0, dh, a0, da, c):
+    """a0 (unit(h0 + dh) - unit(h0)) + da unit(h0 + dh), unit(h) = sigma(c h) / c, in
+    float64, the difference from ``_act_delta``."""
+    u = c * h0
+    du = c * dh
+    return (a0 * _act_delta(u, du) + da * _act_fn(u + du)) / c
+
+
+def _unit_backward_any(h, a, ef, c):
+    """(ef a sigma'(c h), ef sigma(c h) / c), in float64."""
+    u = c * h
+    return ef * a * _act_grad(u), ef * _act_fn(u) / c
+
+
+#: Below this |du| ``_gauss_delta`` integrates sigma' (the rule's error, du^5 times sigma's
+#: fifth derivative / 4320, is then below float64's rounding of the plain difference,
+#: eps |sigma| / |du|, for sigma and its derivatives of order 1).
+DELTA_SPAN = 2.0 ** -8
+_GAUSS_NODE = 0.5 / math.sqrt(3.0)
+
+
+def _gauss_delta(u, du):
+    """sigma(u + du) - sigma(u): the two-point Gauss-Legendre rule on sigma' where
+    |du| <= ``DELTA_SPAN`` (no cancellation), the plain difference beyond."""
+    if abs(du) <= DELTA_SPAN:
+        return 0.5 * du * (_act_grad(u + (0.5 - _GAUSS_NODE) * du)
+                           + _act_grad(u + (0.5 + _GAUSS_NODE) * du))
+    return _act_fn(u + du) - _act_fn(u)
+
+
+def _output_row(h0, dh, a0, da, scale, c, terms, zero):
     """Centered output of one input; ``terms`` (m,) is scratch, ``zero`` sets the sum's dtype."""
     for i in range(h0.shape[0]):
-        h = h0[i] + dh[i]
-        terms[i] = a0[i] * _drelu(h0[i], dh[i], h) + da[i] * max(h, h * 0)
+        terms[i] = _unit_output(h0[i], dh[i], a0[i], da[i], c)
     return _lane_sum(terms, zero) * scale
 
 
-@_jitcache.njit(parallel=True)
-def centered_output(h0, dh, a0, da, scale, out):
-    """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out (M, n).
+def centered_output(h0, dh, a0, da, scale, out, c=1.0):
+    """Centered outputs for M models: h0, dh (M, n, m); a0, da (M, m); scale (M,) -> out
+    (M, n); c the unit scale (``kernels``).
 
     Threads take blocks of ``_ROWS`` inputs, with one scratch row per block.
     """
@@ -138,25 +199,18 @@ def centered_output(h0, dh, a0, da, scale, out):
         start = (j % blocks) * _ROWS
         terms = np.empty(m, h0.dtype)
         for b in range(start, min(start + _ROWS, n)):
-            out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k], terms, 0.0)
+            out[k, b] = _output_row(h0[k, b], dh[k, b], a0[k], da[k], scale[k], c, terms, 0.0)
 
 
-@_jitcache.njit(fastmath=_FASTMATH)
-def _backward_row(h, a0, da, ef, grad_h, grad_a):
-    """grad_h[i] = ef a_i relu'(h_i); grad_a[i] += ef relu(h_i).
-
-    Selects, not branches: the sign of h is a coin flip, and a mispredicted branch
-    an entry cost more than the row's arithmetic (adding a zero leaves grad_a's value).
-    """
+def _backward_row(h, a0, da, ef, c, grad_h, grad_a):
+    """grad_h[i] = ef a_i unit'(h_i); grad_a[i] += ef unit(h_i)."""
     for i in range(h.shape[0]):
-        pos = h[i] > 0
-        zero = abs(h[i] * 0)           # +0, as before
-        grad_h[i] = ef * (a0[i] + da[i]) if pos else zero
-        grad_a[i] += ef * h[i] if pos else zero
+        gh, ga = _unit_backward(h[i], a0[i] + da[i], ef, c)
+        grad_h[i] = gh
+        grad_a[i] += ga
 
 
-@_jitcache.njit(nogil=True)
-def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1):
+def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1, c=1.0):
     """Forward, loss and backward to the preactivations: model k, rows b0 .. b1 - 1 of its batch.
 
     One part of the dense step's team job (``DenseEngine.run``: the rows of a
@@ -178,6 +232,8 @@ def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1):
     grad_a : (m,) out
         These rows' part of d(mean loss)/d a (in row order).
     k, b0, b1 : int
+    c : float, default 1.0
+        The unit scale (``kernels``).
 
     Returns
     -------
@@ -191,14 +247,80 @@ def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1):
     grad_a[:] = 0
     for b in range(b0, b1):
         h0, dh = H[k, b][:m], D[k, b][offset:offset + m]
-        f = _output_row(h0, dh, a0[k], da[k], s, grad_h[k, b], 0.0)
+        f = _output_row(h0, dh, a0[k], da[k], s, c, grad_h[k, b], 0.0)
         for i in range(m):
             dh[i] += h0[i]
         lsum += _bce(f, y[k, b])
         csum += (f > 0) == (y[k, b] > 0.5)
         ef = (_sigmoid(f) - y[k, b]) * s / B
-        _backward_row(dh, a0[k], da[k], ef, grad_h[k, b], grad_a)
+        _backward_row(dh, a0[k], da[k], ef, c, grad_h[k, b], grad_a)
     return lsum, csum
+
+
+#: The templates ``kernels`` compiles per activation, in order, with their Numba options.
+_TEMPLATES = [(_output_row, {"fastmath": _FASTMATH}), (centered_output, {"parallel": True}),
+              (_backward_row, {"fastmath": _FASTMATH}), (dense_fused, {"nogil": True})]
+_INLINE = {"inline": "always"}
+_COMPILED = {}
+
+
+def _unit_bindings(activation):
+    """The names a non-ReLU activation's kernels call: its sigma, sigma' and difference
+    (``_act_*``) and the units built on them; and the functions the compiled code depends on."""
+    inline = nb.njit(**_INLINE)
+    acts = {"_act_fn": inline(activation.fn), "_act_grad": inline(activation.grad)}
+    sources = [activation.fn, activation.grad]
+    if activation.delta is None:
+        acts["_act_delta"] = _jitcache.instantiate([(_gauss_delta, _INLINE)], globals(), acts,
+                                                   None)["_gauss_delta"]
+    else:
+        acts["_act_delta"] = inline(activation.delta)
+        sources.append(activation.delta)
+    units = _jitcache.instantiate([(_unit_output_any, _INLINE), (_unit_backward_any, _INLINE)],
+                                  globals(), acts, None)
+    return dict(acts, _unit_output=units["_unit_output_any"],
+                _unit_backward=units["_unit_backward_any"]), sources
+
+
+def _build(bindings, variant, homogeneous):
+    built = _jitcache.instantiate(_TEMPLATES, globals(), bindings, variant)
+    return SimpleNamespace(centered_output=built["centered_output"],
+                           dense_fused=built["dense_fused"],
+                           unit_scale=lambda m: 1.0 if homogeneous else math.sqrt(m))
+
+
+#: ReLU's kernels (the paper's network), also under the templates' names below.
+_RELU = _build({"_unit_output": _relu_output, "_unit_backward": _relu_backward}, "relu", True)
+
+
+def kernels(activation):
+    """The activation's ``centered_output`` and ``dense_fused``, compiled once a process (and
+    cached on disk where its functions have source files, ``fastsd._jitcache.variant_name``).
+
+    Parameters
+    ----------
+    activation : fastsd.activations.Activation
+        ReLU's (by name) are this module's own (``_relu_output``, ``_relu_backward``).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``centered_output`` and ``dense_fused`` (as documented here, with the unit scale
+        ``c``) and ``unit_scale(m)``: the c to pass for m hidden units, sqrt(m), or 1.0
+        where the activation is homogeneous (ReLU's kernels do not read it).
+    """
+    if activation.name == "relu":
+        return _RELU
+    key = (activation.name, activation.fn, activation.grad, activation.delta)
+    if key not in _COMPILED:
+        bindings, sources = _unit_bindings(activation)
+        _COMPILED[key] = _build(bindings, _jitcache.variant_name(activation.name, *sources),
+                                activation.homogeneous)
+    return _COMPILED[key]
+
+
+centered_output = _RELU.centered_output
+dense_fused = _RELU.dense_fused
 
 
 @_jitcache.njit(nogil=True)

@@ -2,7 +2,8 @@
 
 Written for clarity, not speed. The centered output (App. F) is
 f~(x) = f(x; theta) - f(x; theta0) with
-f(x; theta) = scale * sum_i a_i relu(w_i . x), scale = 1/(gamma sqrt(d)).
+f(x; theta) = scale * sum_i a_i relu(w_i . x), scale = 1/(gamma sqrt(d)), and for another
+activation sigma the hidden unit sigma(sqrt(m) w_i . x) / sqrt(m) (``Activation.unit``).
 
 Backend "numpy" of the mlp family: ``ReferenceEngine`` runs these functions
 one model and one step at a time (``ENGINES``, see ``_cpu`` for the interface).
@@ -10,30 +11,24 @@ one model and one step at a time (``ENGINES``, see ``_cpu`` for the interface).
 import numpy as np
 
 from .._numerics import bce, sigmoid
+from ..activations import ACTIVATIONS
 from .model import Params
 
-
-def relu(h):
-    """max(h, 0)."""
-    return np.maximum(h, 0.0)
+RELU = ACTIVATIONS["relu"]
 
 
-def relu_grad(h):
-    """Derivative of ReLU with relu'(0) = 0."""
-    return (h > 0).astype(h.dtype)
+def raw_output(w, a, x, scale, act=RELU):
+    """Uncentered f(x) = scale * sum_i a_i unit_i(x) (relu(w_i . x) for ReLU); x (n, p) ->
+    (n,); ``act`` a ``fastsd.activations.Activation``."""
+    return scale * act.unit(x @ w.T) @ a
 
 
-def raw_output(w, a, x, scale):
-    """Uncentered f(x) = scale * sum_i a_i relu(w_i . x); x (n, p) -> (n,)."""
-    return scale * relu(x @ w.T) @ a
-
-
-def centered_output(w0, a0, w, a, x, scale):
+def centered_output(w0, a0, w, a, x, scale, act=RELU):
     """Centered f~(x) = f(x; w, a) - f(x; w0, a0); x (n, p) -> (n,)."""
-    return raw_output(w, a, x, scale) - raw_output(w0, a0, x, scale)
+    return raw_output(w, a, x, scale, act) - raw_output(w0, a0, x, scale, act)
 
 
-def loss_and_grads(w0, a0, w, a, x, y, scale):
+def loss_and_grads(w0, a0, w, a, x, y, scale, act=RELU):
     """Mean BCE over the batch and its gradients with respect to w and a.
 
     Returns
@@ -45,27 +40,29 @@ def loss_and_grads(w0, a0, w, a, x, y, scale):
         The centered outputs, for accuracy bookkeeping.
     """
     n = x.shape[0]
-    f = centered_output(w0, a0, w, a, x, scale)
+    f = centered_output(w0, a0, w, a, x, scale, act)
     err = sigmoid(f) - y                      # dBCE/df
     h = x @ w.T
-    grad_a = scale * relu(h).T @ err / n
-    grad_h = scale * err[:, None] * a[None, :] * relu_grad(h)
+    grad_a = scale * act.unit(h).T @ err / n
+    grad_h = scale * err[:, None] * a[None, :] * act.unit_derivative(h)
     grad_w = grad_h.T @ x / n
     return float(np.mean(bce(f, y))), grad_w, grad_a, f
 
 
-def sgd_step(w0, a0, w, a, x, y, scale, lr):
+def sgd_step(w0, a0, w, a, x, y, scale, lr, act=RELU):
     """One plain SGD step; returns (w, a, loss, f) with new arrays."""
-    loss, gw, ga, f = loss_and_grads(w0, a0, w, a, x, y, scale)
+    loss, gw, ga, f = loss_and_grads(w0, a0, w, a, x, y, scale, act)
     return w - lr * gw, a - lr * ga, loss, f
 
 
 class ReferenceEngine:
     """Float64 NumPy reference, one model at a time, dense inputs (see ``_cpu`` for the
-    engine interface)."""
+    engine interface); any activation."""
 
-    def __init__(self, tasks, params0, scales, lrs, dtype):
-        self.tasks = tasks
+    any_activation = True
+
+    def __init__(self, tasks, params0, scales, lrs, dtype, activation=RELU):
+        self.tasks, self.act = tasks, activation
         self.p0 = params0
         self.w = [p.w.copy() for p in params0]
         self.a = [p.a.copy() for p in params0]
@@ -80,13 +77,13 @@ class ReferenceEngine:
                 x = task.training_inputs(u[t], v[t], rng)
                 self.w[k], self.a[k], loss[k, t], f = sgd_step(
                     self.p0[k].w, self.p0[k].a, self.w[k], self.a[k], x, y[t],
-                    self.scales[k], self.lrs[k])
+                    self.scales[k], self.lrs[k], self.act)
                 acc[k, t] = np.mean((f > 0) == (y[t] > 0.5))
         return loss, acc
 
     def outputs(self, X, sources=None):
         """Centered outputs at X (M, n, p) -> (M, n); ``sources`` is unused here."""
-        return np.stack([centered_output(p.w, p.a, w, a, x, s) for p, w, a, x, s
+        return np.stack([centered_output(p.w, p.a, w, a, x, s, self.act) for p, w, a, x, s
                          in zip(self.p0, self.w, self.a, X, self.scales)])
 
     def params(self):

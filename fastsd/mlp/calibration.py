@@ -191,7 +191,7 @@ def _calibration_task(path, L, d, inputs):
 
 
 def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dtype="float32",
-               backend="cpu", clock=time.perf_counter):
+               backend="cpu", clock=time.perf_counter, activation=None):
     """A function ``run(n)`` that trains n steps of ``train_ensemble``'s engine on ``path``
     and returns the seconds they took by ``clock`` (wall time by default; the probe takes
     the thread's CPU time, ``fastsd._probe.clock``).
@@ -201,6 +201,7 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
     the symbol task, clean or noisy, Pentomino or PSVRT images); each call draws its
     batches and runs the engine, as one evaluation window of training does.
     It runs on the threads it is called under (``measure`` limits them to one).
+    ``activation`` (a ``fastsd.activations.Activation``; None: ReLU) is the hidden units'.
     """
     from .._rng import seed_sequence, train_streams
     from .model import init_params
@@ -214,7 +215,8 @@ def step_timer(path, *, L, d, width, batch_size, models=1, inputs="symbols", dty
                           "normal")
     (_, engine), = build_engines(backend_module(backend), [task] * models, [path] * models,
                                  [params0] * models, [task.output_scale(1.0)] * models,
-                                 [task.learning_rate(1.0, task.default_alpha0)] * models, dtype)
+                                 [task.learning_rate(1.0, task.default_alpha0)] * models, dtype,
+                                 activation=activation)
     noise = [task.training_noise(st["noise"]) for st in streams]
 
     def run(n):

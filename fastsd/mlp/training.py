@@ -14,6 +14,7 @@ from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
 from .._validation import check_choice, check_float, check_seed
+from ..activations import Activation, get_activation
 from ..conventions import is_lazy
 from ..params import TRAINING
 from ..schedules import Evaluations
@@ -109,6 +110,11 @@ class TrainResult:
     dtype = _setting("dtype", "Floating-point type of the training arithmetic.")
     batches = _setting("batches", "Where the batches were drawn: \"host\" or \"device\".")
 
+    @property
+    def activation(self):
+        """The hidden units' activation, by name ("relu" where the config names none)."""
+        return self.config.get("activation", "relu")
+
     def __repr__(self):
         c = self.config
         shown = ", ".join(f"{k}={c[k]!r}" for k in ("task", "d", "L", "gamma", "width", "steps",
@@ -134,8 +140,11 @@ class TrainResult:
         ValueError
             When ``x`` has the wrong shape or contains NaN or inf.
         """
+        # the Activation that trained it (one of the user's may be in no registry), else
+        # the name its config records
+        act = getattr(self, "_activation", None) or self.activation
         return output(self.final_params, x, scale=self.config["output_scale"],
-                      initial=self.initial_params)
+                      initial=self.initial_params, activation=act)
 
     def to_record(self):
         """Return a JSON-ready dict: the config, the accuracies and the history."""
@@ -199,10 +208,11 @@ def step_costs(L, batch_size, width, input_dim, backend="cpu", dtype="float32"):
     return model.step_seconds("symbol", **sizes), model.step_seconds("dense", **sizes)
 
 
-def _choose_path(task, width, batch_size, path, backend, module, dtype):
+def _choose_path(task, width, batch_size, path, backend, module, dtype, activation):
     """Pick one of the backend's paths (``module.ENGINES``): as asked, or the faster one by
     the backend's shipped prices (``fastsd.mlp.prices.path_model``: never a measured time),
-    for this model alone (symbol tasks) or in a seed's group (image tasks, ``choose_images``)."""
+    for this model alone (symbol tasks) or in a seed's group (image tasks, ``choose_images``);
+    of those that train ``activation`` (ReLU: all; any other: an engine's ``any_activation``)."""
     applies = {"symbol": task.has_symbol_basis, "sparse": task.has_sparse_inputs}
     if not applies.get(path, True):
         valid = [repr(p) for p in [*module.ENGINES, "auto"] if applies.get(p, True)]
@@ -212,11 +222,26 @@ def _choose_path(task, width, batch_size, path, backend, module, dtype):
                          "(PSVRT, Pentomino)"}[path]
         raise ValueError(f"`path` must be {', '.join(valid[:-1])} or {valid[-1]} for {task!r} "
                          f"with backend {backend!r}: {why}; got {path!r}.")
-    if path != "auto":
-        if path not in module.ENGINES:
-            allowed = " or ".join(repr(p) for p in [*module.ENGINES, "auto"])
-            raise ValueError(f"`path` must be {allowed} with backend {backend!r}; got {path!r}.")
-        return path
+    if path != "auto" and path not in module.ENGINES:
+        allowed = " or ".join(repr(p) for p in [*module.ENGINES, "auto"])
+        raise ValueError(f"`path` must be {allowed} with backend {backend!r}; got {path!r}.")
+    chosen = path if path != "auto" else _fastest_path(task, width, batch_size, backend, module,
+                                                       dtype)
+    takes = [p for p, engine in module.ENGINES.items() if applies.get(p, True) and (
+        activation.name == "relu" or getattr(engine, "any_activation", False))]
+    if chosen in takes:
+        return chosen
+    if path == "auto" and takes:
+        return "dense" if "dense" in takes else takes[0]
+    where = ("no path of this backend trains it: backend 'cpu' or 'numpy' does" if not takes
+             else f"path {takes[0]!r} trains it" if len(takes) == 1
+             else f"paths {', '.join(map(repr, takes))} train it")
+    raise ValueError(f"`activation` must be 'relu' on path {chosen!r} of backend {backend!r} "
+                     f"({where}); got {activation.name!r}.")
+
+
+def _fastest_path(task, width, batch_size, backend, module, dtype):
+    """``_choose_path``'s pick by the shipped prices, for ``path="auto"``."""
     if len(module.ENGINES) == 1:
         return "dense"
     if task.has_sparse_inputs and "sparse" in module.ENGINES:
@@ -413,7 +438,7 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
     params0 = [init_params(st["init"], width, t.input_dim, init) for st, t in zip(streams, tasks)]
     noise = [t.training_noise(st["noise"]) for t, st in zip(tasks, streams)]
     engines = build_engines(module, tasks, paths, params0, scales, lrs, dtype,
-                            (streams, noise) if batches == "device" else None)
+                            (streams, noise) if batches == "device" else None, plan.activation)
     hist = _train(engines, tasks, streams, noise, test_source, plan.evals, batch_size, n_test,
                   batches, progress)
     wall = (time.perf_counter() - start) / M
@@ -428,7 +453,7 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
         h = {name: arr[k] for name, arr in hist.items()}
         h["step"] = h["step"].astype(int)
         config = dict(_task_config(tasks[k]), gamma=gammas[k],
-                      **dict(settings, alpha0=alpha0s[k]), lr=lrs[k], output_scale=scales[k],
+                      **_recorded(settings, alpha0s[k]), lr=lrs[k], output_scale=scales[k],
                       seed=recorded_seed(seed_seqs[k]), backend=backend, path=paths[k],
                       dtype=dtype, batches=batches, version=__version__)
         results.append(TrainResult(
@@ -437,6 +462,8 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
             history=h, initial_params=inits[k], final_params=finals[k],
             config=config, wall_time=wall,
             diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
+    for r in results:
+        r._activation = plan.activation
     diverged = [r for r in results if r.diverged]
     if diverged:
         r = diverged[0]
@@ -446,6 +473,16 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
                       f"or gamma. Its accuracies are not a trained network's "
                       f"(result.diverged is True).", RuntimeWarning, stacklevel=3)
     return results
+
+
+def _recorded(settings, alpha0):
+    """The training settings as a result records them: alpha0 resolved, the activation by
+    name and only off "relu" (so a ReLU network's record is what it was before the setting)."""
+    out = dict(settings, alpha0=alpha0)
+    act = out.pop("activation")
+    if act != "relu":
+        out["activation"] = getattr(act, "name", act)
+    return out
 
 
 @dataclass(frozen=True)
@@ -470,6 +507,8 @@ class Plan:
         ``_test_sources``: the model whose test sets model k shares.
     needs : list of fastsd._memory.Need
         What training allocates.
+    activation : fastsd.activations.Activation
+        The hidden units' (``training["activation"]`` resolved).
     """
 
     tasks: list
@@ -486,6 +525,7 @@ class Plan:
     lrs: list
     test_source: list
     needs: list
+    activation: Activation
 
 
 def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller):
@@ -519,14 +559,16 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
     scales = [t.output_scale(g) for t, g in zip(tasks, gammas)]
     lrs = [t.learning_rate(g, a0) for t, g, a0 in zip(tasks, gammas, alpha0s)]
     _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype)
-    paths = [_choose_path(t, width, batch_size, path, backend, module, dtype)
+    activation = get_activation(training["activation"])
+    paths = [_choose_path(t, width, batch_size, path, backend, module, dtype, activation)
              for t in tasks]
     test_source = _test_sources(tasks, seed_seqs)
     needs = _memory_needs(tasks, paths, test_source, M, width, batch_size, n_test,
                           np.dtype(dtype).itemsize, sizer)
     return Plan(tasks=tasks, gammas=gammas, seed_seqs=seed_seqs, training=training, evals=evals,
                 backend=backend, module=module, dtype=dtype, paths=paths, alpha0s=alpha0s,
-                scales=scales, lrs=lrs, test_source=test_source, needs=needs)
+                scales=scales, lrs=lrs, test_source=test_source, needs=needs,
+                activation=activation)
 
 
 def _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):

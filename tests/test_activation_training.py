@@ -1,0 +1,224 @@
+"""Finite networks of any activation (issue 52): the kernels compiled per activation against
+independent facts.
+
+- The NumPy reference's gradient of a non-ReLU network against central finite differences
+  of its loss, and its hidden unit against the formula sigma(sqrt(m) h) / sqrt(m) (sigma(h)
+  for a homogeneous sigma);
+- the CPU kernels' centred output against exact arithmetic (mpmath at 50 digits) in the lazy
+  regime, where du is 1e-7 of u and the plain difference sigma(u + du) - sigma(u) would keep
+  no digit in float32: each activation to float32's rounding, and exactly 0 at
+  initialisation (the centring, the paper's f - f0);
+- every built-in activation trained on the dense and sparse paths of backend "cpu" in
+  float64 against the NumPy reference (hypothesis over seeds, gammas, widths), the same
+  bits alone and in an ensemble and on one thread or two;
+- the paths that train ReLU only (the symbol path) refuse another activation naming
+  `activation` before anything runs, and "auto" takes the dense path instead; a ReLU
+  network's record is what it was (no "activation" entry), another's names it, and a scan
+  cell's key names it only off "relu".
+"""
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastsd import SameDifferent, train, train_ensemble
+from fastsd._threads import thread_limit
+from fastsd.activations import ACTIVATIONS, Activation
+from fastsd.mlp import _cpu_kernels, _reference
+from fastsd.params import MLP
+from fastsd.tasks import Pentomino
+
+NAMES = sorted(ACTIVATIONS)
+SMOOTH = [n for n in NAMES if not ACTIVATIONS[n].homogeneous]
+
+#: Each built-in sigma in mpmath, for exact differences.
+MP = {"relu": lambda u: max(u, 0), "leaky_relu": lambda u: u if u > 0 else u / 100,
+      "abs": abs, "erf": mpmath.erf, "tanh": mpmath.tanh,
+      "gelu": lambda u: u * (1 + mpmath.erf(u / mpmath.sqrt(2))) / 2,
+      "sigmoid": lambda u: 1 / (1 + mpmath.exp(-u)),
+      "softplus": lambda u: mpmath.log1p(mpmath.exp(u))}
+
+
+def _loss(act, w0, a0, w, a, x, y, scale):
+    return _reference.loss_and_grads(w0, a0, w, a, x, y, scale, act)[0]
+
+
+@pytest.mark.parametrize("name", SMOOTH)
+def test_reference_gradient_matches_finite_differences(name):
+    act = ACTIVATIONS[name]
+    rng = np.random.default_rng(7)
+    m, p, n = 6, 4, 5
+    w0, a0 = rng.standard_normal((m, p)) / math.sqrt(m), rng.standard_normal(m) / math.sqrt(m)
+    w, a = w0 + 0.3 * rng.standard_normal((m, p)), a0 + 0.3 * rng.standard_normal(m)
+    x, y = rng.standard_normal((n, p)), rng.integers(0, 2, n).astype(float)
+    _, gw, ga, _ = _reference.loss_and_grads(w0, a0, w, a, x, y, 0.7, act)
+    eps = 1e-6
+    for arr, grad in ((w, gw), (a, ga)):
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + eps
+            up = _loss(act, w0, a0, w, a, x, y, 0.7)
+            arr[idx] = old - eps
+            down = _loss(act, w0, a0, w, a, x, y, 0.7)
+            arr[idx] = old
+            assert grad[idx] == pytest.approx((up - down) / (2 * eps), rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_hidden_unit_is_sigma_of_the_scaled_preactivation(name):
+    act = ACTIVATIONS[name]
+    h = np.linspace(-2, 2, 36).reshape(4, 9)       # 9 units
+    c = 1.0 if act.homogeneous else 3.0
+    expect = np.array([[float(MP[name](mpmath.mpf(c * v)) / c) for v in row] for row in h])
+    np.testing.assert_allclose(act.unit(h), expect, rtol=1e-13, atol=1e-15)
+
+
+def _exact_centred(name, h0, dh, a0, da, c):
+    """sum_i a0 (unit(h0 + dh) - unit(h0)) + da unit(h0 + dh), at 50 digits, per row."""
+    sigma = MP[name]
+    out = []
+    with mpmath.workdps(50):
+        for r0, r1 in zip(h0, dh):
+            s = mpmath.mpf(0)
+            for u0, du, a, d in zip(r0, r1, a0, da):
+                u = mpmath.mpf(float(u0)) * c
+                v = (mpmath.mpf(float(u0)) + mpmath.mpf(float(du))) * c
+                s += (mpmath.mpf(float(a)) * (sigma(v) - sigma(u))
+                      + mpmath.mpf(float(d)) * sigma(v)) / c
+            out.append(float(s))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", NAMES)
+def test_kernels_keep_the_lazy_difference_to_rounding(name, dtype):
+    act = ACTIVATIONS[name]
+    kern = _cpu_kernels.kernels(act)
+    rng = np.random.default_rng(3)
+    n, m = 6, 16
+    h0 = rng.standard_normal((1, n, m)).astype(dtype) / 4
+    dh = (1e-7 * rng.standard_normal((1, n, m))).astype(dtype)
+    a0 = rng.standard_normal((1, m)).astype(dtype) / 4
+    da = np.zeros_like(a0)
+    c = kern.unit_scale(m)
+    out = np.empty((1, n))
+    kern.centered_output(h0, np.zeros_like(dh), a0, da, np.ones(1), out, c)
+    assert np.all(out == 0)                       # centred: f~ = 0 at initialisation
+    da = (1e-7 * rng.standard_normal((1, m))).astype(dtype)
+    kern.centered_output(h0, dh, a0, da, np.ones(1), out, c)
+    exact = _exact_centred(name, h0[0], dh[0], a0[0], da[0], c)
+    # each term to its dtype's rounding; the terms are ~1e-7 and the sums ~3e-7
+    tol = (2e-6 if dtype == np.float32 else 1e-12) * np.abs(exact).max()
+    np.testing.assert_allclose(out[0], exact, rtol=0, atol=tol)
+
+
+def _run(task, backend, path, act, gammas, seeds, width, batch_size=16, steps=12):
+    return train_ensemble(task, gammas, seeds, width=width, steps=steps, batch_size=batch_size,
+                          eval_every=6, n_test=64, backend=backend, path=path, dtype="float64",
+                          activation=act)
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+@settings(deadline=None, max_examples=6)
+@given(name=st.sampled_from(NAMES), width=st.sampled_from([8, 33]),
+       gamma=st.sampled_from([1e-3, 0.3, 2.0]), seed=st.integers(0, 2**16))
+def test_dense_path_trains_the_references_network(name, width, gamma, seed):
+    task = SameDifferent(d=6, L=5, sigma2=0.1, seed=seed)
+    ref, = _run(task, "numpy", "dense", name, gamma, seed, width)
+    cpu, = _run(task, "cpu", "dense", name, gamma, seed, width)
+    assert cpu.config["activation" if name != "relu" else "path"] == (
+        name if name != "relu" else "dense")
+    assert _rel(cpu.history["train_loss"], ref.history["train_loss"]) < 1e-10
+    assert _rel(cpu.final_params.w, ref.final_params.w) < 1e-10
+    assert _rel(cpu.final_params.a, ref.final_params.a) < 1e-10
+    np.testing.assert_array_equal(cpu.history["test_accuracy"], ref.history["test_accuracy"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sparse_path_trains_the_references_network(name):
+    task = Pentomino(width=2, n_train_shapes=6, blur=0.0, seed=4)
+    ref, = _run(task, "numpy", "dense", name, 1.0, 2, 16, steps=6)
+    cpu, = _run(task, "cpu", "sparse", name, 1.0, 2, 16, steps=6)
+    assert cpu.path == "sparse"
+    assert _rel(cpu.history["train_loss"], ref.history["train_loss"]) < 1e-10
+    assert _rel(cpu.final_params.w, ref.final_params.w) < 1e-10
+
+
+@pytest.mark.parametrize("name", ["tanh", "gelu", "abs"])
+def test_a_model_has_its_bits_alone_in_an_ensemble_and_on_any_thread_count(name):
+    task = SameDifferent(d=8, L=6, sigma2=0.05, seed=1)
+    kw = dict(width=40, steps=10, eval_every=5, n_test=64, batch_size=32, backend="cpu",
+              path="dense", activation=name)
+    alone = train(task, 0.5, seed=3, **kw)
+    with thread_limit(1):
+        ens = train_ensemble(task, [2.0, 0.5], [9, 3], **kw)
+    assert alone.final_params.w.tobytes() == ens[1].final_params.w.tobytes()
+    assert alone.history["train_loss"].tobytes() == ens[1].history["train_loss"].tobytes()
+
+
+def test_relu_only_paths_refuse_another_activation_and_auto_avoids_them():
+    task = SameDifferent(d=8, L=4, seed=0)
+    with pytest.raises(ValueError, match="`activation` must be 'relu' on path 'symbol' of "
+                                         "backend 'cpu' \\(path 'dense' trains it\\); got 'tanh'"):
+        train(task, 1.0, width=8, steps=2, backend="cpu", path="symbol", activation="tanh")
+    r = train(task, 1.0, width=8, steps=2, eval_every=1, n_test=8, backend="cpu",
+              activation="tanh")
+    assert r.path == "dense" and r.activation == "tanh"
+    with pytest.raises(ValueError, match="`activation` must be one of 'relu'.*got 'ReLU'"):
+        train(task, 1.0, width=8, steps=2, activation="ReLU")
+
+
+def test_records_and_keys_name_the_activation_only_off_relu():
+    task = SameDifferent(d=8, L=4, seed=0)
+    kw = dict(width=8, steps=2, eval_every=1, n_test=8, backend="cpu", path="dense")
+    relu = train(task, 1.0, **kw)
+    other = train(task, 1.0, activation="erf", **kw)
+    assert "activation" not in relu.to_record() and relu.activation == "relu"
+    assert other.to_record()["activation"] == "erf"
+    x, _ = task.sample_test(16, 0)
+    np.testing.assert_allclose(other.predict(x), _reference.centered_output(
+        other.initial_params.w, other.initial_params.a, other.final_params.w,
+        other.final_params.a, x, other.config["output_scale"], ACTIVATIONS["erf"]), rtol=1e-12)
+    base = dict(d=8, L=4, gamma=1.0, width=8, steps=2)
+    assert "activation" not in MLP.keyed(MLP.check(dict(base, activation="relu")))
+    assert MLP.keyed(MLP.check(dict(base, activation="gelu")))["activation"] == "gelu"
+    assert MLP.check(dict(base, activation=ACTIVATIONS["gelu"]))["activation"] == "gelu"
+
+
+def test_the_cuda_backend_refuses_another_activation_before_running():
+    from fastsd._dispatch import cuda_simulator, cuda_unavailable_reason
+
+    if not cuda_simulator() and cuda_unavailable_reason(needs_cupy=True):
+        pytest.skip("no CUDA backend here (simulator off): " + cuda_unavailable_reason(True))
+    task = SameDifferent(d=8, L=4, sigma2=0.1, seed=0)
+    for path in ("auto", "dense"):
+        with pytest.raises(ValueError, match="`activation` must be 'relu' on path 'dense' of "
+                                             "backend 'cuda' \\(no path of this backend trains "
+                                             "it: backend 'cpu' or 'numpy' does\\); got 'gelu'"):
+            train(task, 1.0, width=8, steps=2, backend="cuda", path=path, activation="gelu")
+
+
+def test_an_activation_of_ones_own_trains_and_predicts():
+    def cube(u):                # written in this file: its kernels are cached on disk
+        return u * u * u / 3.0 + u
+
+    def cube_grad(u):
+        return u * u + 1.0
+
+    act = Activation("cube_plus", cube, cube_grad)
+    task = SameDifferent(d=6, L=4, sigma2=0.1, seed=2)
+    kw = dict(width=16, steps=8, eval_every=4, n_test=32, batch_size=16, seed=1, dtype="float64",
+              activation=act)
+    ref = train(task, 0.5, backend="numpy", **kw)
+    cpu = train(task, 0.5, backend="cpu", **kw)
+    assert cpu.to_record()["activation"] == "cube_plus" and cpu.path == "dense"
+    assert _rel(cpu.final_params.w, ref.final_params.w) < 1e-10
+    x, _ = task.sample_test(8, 3)
+    np.testing.assert_allclose(cpu.predict(x), ref.predict(x), rtol=1e-9)
+    assert "cube_plus" not in ACTIVATIONS
