@@ -429,9 +429,9 @@ TRAINING = Spec(
     Param("activation", "activation", "the hidden units' activation sigma", "relu",
           doc="The hidden units' activation sigma (``fastsd.activations``): a name of "
               "``ACTIVATIONS`` or an ``Activation``; the unit is sigma(sqrt(m) w.x) / sqrt(m) "
-              "(relu(w.x) for ReLU, Eq. 1). Paths \"dense\" and \"sparse\" of backends "
-              "\"numpy\" and \"cpu\" train any; the others ReLU only (refused before anything "
-              "runs). Recorded (and keyed in a scan) only off \"relu\"."),
+              "(relu(w.x) for ReLU, Eq. 1). Backends \"numpy\" and \"cpu\" train any, on "
+              "every path; \"cuda\" ReLU only (another refused before anything runs). "
+              "Recorded (and keyed in a scan) only off \"relu\"."),
 )
 
 MLP = Spec(

@@ -3,8 +3,9 @@
 The mlp family's interface (``fastsd.mlp.training.FAMILY``): every backend module
 (``_reference``, ``_cpu``, ``_cuda``) defines ``ENGINES``, its paths ("dense",
 and "symbol" where it has one) mapped to engine classes built as
-``Engine(tasks, params0, scales, lrs, dtype)``, and, where it has two paths,
-the form of its cost model, which ``fastsd.mlp.costs`` prices in seconds and
+``Engine(tasks, params0, scales, lrs, dtype)`` (and ``activation=``, a
+``fastsd.activations.Activation``, where the class's ``any_activation`` is true), and,
+where it has two paths, the form of its cost model, which ``fastsd.mlp.costs`` prices in seconds and
 ``path="auto"`` compares: ``step_features`` and ``eval_features`` (what a
 step and an evaluation do, in counted units). Its shipped prices, calibration
 shapes and probe shapes are data, ``prices_<backend>.json`` beside this module
@@ -542,13 +543,10 @@ class _DrawnNoise:
 
 
 class SymbolEngine(_DisplacementEngine):
-    """Symbol-basis path (clean symbol tasks), M models with the same L; ReLU only."""
+    """Symbol-basis path (clean symbol tasks), M models with the same L."""
 
-    any_activation = False
-
-
-    def __init__(self, tasks, params0, scales, lrs, dtype):
-        super().__init__(params0, scales, lrs, dtype)
+    def __init__(self, tasks, params0, scales, lrs, dtype, activation=ACTIVATIONS["relu"]):
+        super().__init__(params0, scales, lrs, dtype, activation)
         d = tasks[0].d
         self.S = _stack([t.symbols for t in tasks], dtype)              # (M, L, d)
         self.S_source = _first_equal(self.S)
@@ -610,10 +608,10 @@ class SymbolEngine(_DisplacementEngine):
         loss = np.empty((M, n))
         correct = np.empty((M, n))
         with _threads.at_most(M):          # one thread per model at most
-            kern.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2, self.K,
-                              self.a0, self.da, u, v, y, first, count, n_distinct,
-                              np.asarray(batch_of, dtype=np.int64), self.scales, self.lrs,
-                              loss, correct)
+            self.kern.symbol_chunk(self.P1, self.P2, self.Q1, self.Q2, self.C1, self.C2,
+                                   self.K, self.a0, self.da, u, v, y, first, count, n_distinct,
+                                   np.asarray(batch_of, dtype=np.int64), self.scales, self.lrs,
+                                   loss, correct, self.unit_scale)
         return loss / B, correct / B
 
 

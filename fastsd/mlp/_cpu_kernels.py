@@ -11,12 +11,12 @@ of h0) keeps full relative precision in float32 instead of cancelling
 f(theta) - f(theta0).
 
 Activations (``fastsd.activations``): the kernels that touch the hidden units
-(``centered_output`` and ``dense_fused``, with the rows they call) are templates,
-compiled per activation by ``kernels(activation)`` (``fastsd._jitcache.instantiate``):
+(``centered_output``, ``dense_fused`` and ``symbol_chunk``, with the functions they call) are
+templates, compiled per activation by ``kernels(activation)`` (``fastsd._jitcache.instantiate``):
 ReLU's unit is the code above; any other sigma's is the hidden unit
 sigma(c h) / c with c = sqrt(m) (1 for a homogeneous sigma), computed in float64,
 its centred part from ``Activation.delta`` (``_gauss_delta`` by default), so
-that it keeps its precision in the lazy regime. The symbol path is ReLU's.
+that it keeps its precision in the lazy regime.
 
 Dense path: GEMMs by BLAS (SciPy's, written in place, in fixed blocks on fastsd's team,
 ``fastsd._gemm``), then ``dense_fused`` for ReLU, mask, readout reduction, centering, loss and
@@ -163,6 +163,30 @@ def _unit_backward_any(h, a, ef, c):
     return ef * a * _act_grad(u), ef * _act_fn(u) / c
 
 
+# The symbol path's units (``_symbol_step``), given h = h0 + dh and the zero of the dtype;
+# ReLU's as that path computed them.
+@nb.njit(inline="always")
+def _relu_sym_output(h0, dh, h, a0, da, zero, c):
+    """a0 (relu(h) - relu(h0)) + da relu(h), in the dtype of h0."""
+    r = max(h, zero)
+    dr = dh if (h0 > zero) & (h > zero) else r - max(h0, zero)
+    return a0 * dr + da * r
+
+
+@nb.njit(inline="always")
+def _relu_sym_backward(h, a, ef, zero, c):
+    """(ef a relu'(h), ef relu(h)), ef in the dtype of h."""
+    return (ef * a if h > zero else zero), ef * max(h, zero)
+
+
+def _sym_output_any(h0, dh, h, a0, da, zero, c):
+    return _unit_output(h0, dh, a0, da, c)
+
+
+def _sym_backward_any(h, a, ef, zero, c):
+    return _unit_backward(h, a, ef, c)
+
+
 #: Below this |du| ``_gauss_delta`` integrates sigma' (the rule's error, du^5 times sigma's
 #: fifth derivative / 4320, is then below float64's rounding of the plain difference,
 #: eps |sigma| / |du|, for sigma and its derivatives of order 1).
@@ -255,72 +279,6 @@ def dense_fused(H, D, offset, a0, da, y, scale, grad_h, grad_a, k, b0, b1, c=1.0
         ef = (_sigmoid(f) - y[k, b]) * s / B
         _backward_row(dh, a0[k], da[k], ef, c, grad_h[k, b], grad_a)
     return lsum, csum
-
-
-#: The templates ``kernels`` compiles per activation, in order, with their Numba options.
-_TEMPLATES = [(_output_row, {"fastmath": _FASTMATH}), (centered_output, {"parallel": True}),
-              (_backward_row, {"fastmath": _FASTMATH}), (dense_fused, {"nogil": True})]
-_INLINE = {"inline": "always"}
-_COMPILED = {}
-
-
-def _unit_bindings(activation):
-    """The names a non-ReLU activation's kernels call: its sigma, sigma' and difference
-    (``_act_*``) and the units built on them; and the functions the compiled code depends on."""
-    inline = nb.njit(**_INLINE)
-    acts = {"_act_fn": inline(activation.fn), "_act_grad": inline(activation.grad)}
-    sources = [activation.fn, activation.grad]
-    if activation.delta is None:
-        acts["_act_delta"] = _jitcache.instantiate([(_gauss_delta, _INLINE)], globals(), acts,
-                                                   None)["_gauss_delta"]
-    else:
-        acts["_act_delta"] = inline(activation.delta)
-        sources.append(activation.delta)
-    units = _jitcache.instantiate([(_unit_output_any, _INLINE), (_unit_backward_any, _INLINE)],
-                                  globals(), acts, None)
-    return dict(acts, _unit_output=units["_unit_output_any"],
-                _unit_backward=units["_unit_backward_any"]), sources
-
-
-def _build(bindings, variant, homogeneous):
-    built = _jitcache.instantiate(_TEMPLATES, globals(), bindings, variant)
-    return SimpleNamespace(centered_output=built["centered_output"],
-                           dense_fused=built["dense_fused"],
-                           unit_scale=lambda m: 1.0 if homogeneous else math.sqrt(m))
-
-
-#: ReLU's kernels (the paper's network), also under the templates' names below.
-_RELU = _build({"_unit_output": _relu_output, "_unit_backward": _relu_backward}, "relu", True)
-
-
-def kernels(activation):
-    """The activation's ``centered_output`` and ``dense_fused``, compiled once a process (and
-    cached on disk where its functions have source files, ``fastsd._jitcache.variant_name``).
-
-    Parameters
-    ----------
-    activation : fastsd.activations.Activation
-        ReLU's (by name) are this module's own (``_relu_output``, ``_relu_backward``).
-
-    Returns
-    -------
-    types.SimpleNamespace
-        ``centered_output`` and ``dense_fused`` (as documented here, with the unit scale
-        ``c``) and ``unit_scale(m)``: the c to pass for m hidden units, sqrt(m), or 1.0
-        where the activation is homogeneous (ReLU's kernels do not read it).
-    """
-    if activation.name == "relu":
-        return _RELU
-    key = (activation.name, activation.fn, activation.grad, activation.delta)
-    if key not in _COMPILED:
-        bindings, sources = _unit_bindings(activation)
-        _COMPILED[key] = _build(bindings, _jitcache.variant_name(activation.name, *sources),
-                                activation.homogeneous)
-    return _COMPILED[key]
-
-
-centered_output = _RELU.centered_output
-dense_fused = _RELU.dense_fused
 
 
 @_jitcache.njit(nogil=True)
@@ -593,9 +551,8 @@ def _take_slot(slot, rows, D, side, sym, n):
     return n
 
 
-@_jitcache.njit(fastmath=_FASTMATH)
 def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, s, lr,
-                 D, rows, slot, Kg, KD, gda, h, g):
+                 D, rows, slot, Kg, KD, gda, h, g, unit):
     """One SGD step of one model in the symbol basis; returns (loss sum, n correct).
 
     Each distinct pair of the batch (``distinct_pairs``) is computed once and
@@ -625,9 +582,7 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
             dh = q1[i] + q2[i]
             hi = h0 + dh
             h[i] = hi
-            r = max(hi, zero)
-            dr = dh if (h0 > zero) & (hi > zero) else r - max(h0, zero)
-            g[i] = a0[i] * dr + da[i] * r
+            g[i] = _sym_output(h0, dh, hi, a0[i], da[i], zero, unit)
         f = _lane_sum(g, zero) * s
         lsum += c * _bce(f, y[b])
         csum += c * ((f > 0) == (y[b] > 0.5))
@@ -636,11 +591,10 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
         n2 = _take_slot(slot, rows, D, 1, q, n2)
         d1, d2 = D[0, slot[0, p]], D[1, slot[1, q]]
         for i in range(m):              # backward: one pass for both rows and the readout
-            hi = h[i]
-            gi = ef * (a0[i] + da[i]) if hi > zero else zero
+            gi, ga = _sym_backward(h[i], a0[i] + da[i], ef, zero, unit)
             d1[i] += gi
             d2[i] += gi
-            gda[i] += ef * max(hi, zero)
+            gda[i] += ga
     for side in range(2):
         n = n1 if side == 0 else n2
         C, Q = (C1, Q1) if side == 0 else (C2, Q2)
@@ -659,9 +613,8 @@ def _symbol_step(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
     return lsum, csum
 
 
-@_jitcache.njit(parallel=True)
 def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_distinct, batch_of,
-                 scale, lr, loss, correct):
+                 scale, lr, loss, correct, unit=1.0):
     """Run n SGD steps for M models with the same L, in the symbol basis.
 
     Parameters
@@ -683,6 +636,8 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
     scale, lr : (M,)
     loss, correct : (M, n) out
         Per-step sum of BCE over the batch and number of correct predictions.
+    unit : float, default 1.0
+        The unit scale (``kernels``).
     """
     M, L, m = P1.shape
     n = u.shape[1]
@@ -700,6 +655,80 @@ def symbol_chunk(P1, P2, Q1, Q2, C1, C2, K, a0, da, u, v, y, first, count, n_dis
             ls, cs = _symbol_step(P1[k], P2[k], Q1[k], Q2[k], C1[k], C2[k], K[k],
                                   a0[k], da[k], u[r, t], v[r, t], y[r, t], first[r, t],
                                   count[r, t], n_distinct[r, t], scale[k], lr[k],
-                                  D, rows, slot, Kg, KD, gda, h, g)
+                                  D, rows, slot, Kg, KD, gda, h, g, unit)
             loss[k, t] = ls
             correct[k, t] = cs
+
+
+#: The templates ``kernels`` compiles per activation, in order, with their Numba options.
+_TEMPLATES = [(_output_row, {"fastmath": _FASTMATH}), (centered_output, {"parallel": True}),
+              (_backward_row, {"fastmath": _FASTMATH}), (dense_fused, {"nogil": True}),
+              (_symbol_step, {"fastmath": _FASTMATH}), (symbol_chunk, {"parallel": True})]
+_INLINE = {"inline": "always"}
+_COMPILED = {}
+
+
+def _unit_bindings(activation):
+    """The names a non-ReLU activation's kernels call: its sigma, sigma' and difference
+    (``_act_*``) and the units built on them; and the functions the compiled code depends on."""
+    inline = nb.njit(**_INLINE)
+    acts = {"_act_fn": inline(activation.fn), "_act_grad": inline(activation.grad)}
+    sources = [activation.fn, activation.grad]
+    if activation.delta is None:
+        acts["_act_delta"] = _jitcache.instantiate([(_gauss_delta, _INLINE)], globals(), acts,
+                                                   None)["_gauss_delta"]
+    else:
+        acts["_act_delta"] = inline(activation.delta)
+        sources.append(activation.delta)
+    units = _jitcache.instantiate([(_unit_output_any, _INLINE), (_unit_backward_any, _INLINE)],
+                                  globals(), acts, None)
+    units = {"_unit_output": units["_unit_output_any"],
+             "_unit_backward": units["_unit_backward_any"]}
+    symbol = _jitcache.instantiate([(_sym_output_any, _INLINE), (_sym_backward_any, _INLINE)],
+                                   globals(), units, None)
+    return dict(acts, **units, _sym_output=symbol["_sym_output_any"],
+                _sym_backward=symbol["_sym_backward_any"]), sources
+
+
+def _build(bindings, variant, homogeneous):
+    built = _jitcache.instantiate(_TEMPLATES, globals(), bindings, variant)
+    return SimpleNamespace(centered_output=built["centered_output"],
+                           dense_fused=built["dense_fused"], symbol_chunk=built["symbol_chunk"],
+                           unit_scale=lambda m: 1.0 if homogeneous else math.sqrt(m))
+
+
+#: ReLU's kernels (the paper's network), also under the templates' names below.
+_RELU = _build({"_unit_output": _relu_output, "_unit_backward": _relu_backward,
+                "_sym_output": _relu_sym_output, "_sym_backward": _relu_sym_backward}, "relu", True)
+
+
+def kernels(activation):
+    """The activation's ``centered_output``, ``dense_fused`` and ``symbol_chunk``, compiled
+    once a process (and
+    cached on disk where its functions have source files, ``fastsd._jitcache.variant_name``).
+
+    Parameters
+    ----------
+    activation : fastsd.activations.Activation
+        ReLU's (by name) are this module's own (``_relu_output``, ``_relu_backward``).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``centered_output``, ``dense_fused`` and ``symbol_chunk`` (as documented here, with
+        the unit scale as their last argument) and ``unit_scale(m)``: the c to pass for m hidden units, sqrt(m), or 1.0
+        where the activation is homogeneous (ReLU's kernels do not read it).
+    """
+    if activation.name == "relu":
+        return _RELU
+    key = (activation.name, activation.fn, activation.grad, activation.delta)
+    if key not in _COMPILED:
+        bindings, sources = _unit_bindings(activation)
+        _COMPILED[key] = _build(bindings, _jitcache.variant_name(activation.name, *sources),
+                                activation.homogeneous)
+    return _COMPILED[key]
+
+
+centered_output = _RELU.centered_output
+dense_fused = _RELU.dense_fused
+symbol_chunk = _RELU.symbol_chunk
