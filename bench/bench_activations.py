@@ -1,13 +1,14 @@
 """Each built-in activation's infinite-width kernels against independent computations.
 
-Not a speed benchmark: it measures how close ``fastsd.activations``' kernels are to
+Mostly not a speed benchmark: it measures how close ``fastsd.activations``' kernels are to
 (1) the tangent kernel of finite networks of width m = 1k, 4k, 16k, 64k, sampled (hidden units
 sigma(sqrt(m) w.x) / sqrt(m), sqrt(m) w ~ N(0, I), readout a ~ N(0, 1/m)): the relative error
 should fall like m^-1/2; (2) neural-tangents' kernels for the same activation where it has one
 (`pip install neural-tangents` with a JAX it supports, e.g. neural-tangents 0.6.5, jax and
 jaxlib 0.4.30, tf2jax 0.3.6; skipped without it); (3) a direct
 two-dimensional integration (scipy's dblquad over the Gaussian pair's density, quadrant by
-quadrant) at a few entries. Inputs: same-different pairs x = (z1; z2) of symbols
+quadrant) at a few entries; (4) the time of the kernels without a closed form by Mehler's
+series against two-dimensional quadrature. Inputs: same-different pairs x = (z1; z2) of symbols
 z ~ N(0, I/d), half of them "same", as the task draws them (|x|^2 near 2).
 
     python bench/bench_activations.py            # d = 64, 48 inputs, 4 seeds a width
@@ -117,6 +118,34 @@ def direct(X, entries):
         print(f"{name:>11} {worst:10.1e}")
 
 
+def series_time(X, repeats=3):
+    import time
+
+    from fastsd.activations import gauss_hermite, hermite_series
+
+    dot, n2 = X @ X.T, (X * X).sum(1)
+    print(f"\n(4) the {len(X)} x {len(X)} kernels without a closed form: Mehler's series "
+          f"(kernels_from_gram) against two-dimensional quadrature, best of {repeats}; max "
+          f"|difference| off the diagonal (on it the series takes a one-dimensional sum)")
+    print(f"{'activation':>11} {'series s':>9} {'quad s':>8} {'speed-up':>8} {'max diff':>9}")
+    off = ~np.eye(len(X), dtype=bool)
+    for name, act in ACTIVATIONS.items():
+        if act.closed is not None:
+            continue
+        times = {}
+        for key, f in (("series", hermite_series), ("quad", gauss_hermite)):
+            best = float("inf")
+            for _ in range(repeats):
+                start = time.perf_counter()
+                got = f(act, dot, n2[:, None], n2[None, :])
+                best = min(best, time.perf_counter() - start)
+            times[key] = (best, got)
+        diff = max(float(np.abs(a - b)[off].max()) for a, b in zip(times["series"][1],
+                                                                   times["quad"][1]))
+        print(f"{name:>11} {times['series'][0]:9.3f} {times['quad'][0]:8.3f} "
+              f"{times['quad'][0] / times['series'][0]:8.1f} {diff:9.1e}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer inputs, seeds and widths")
@@ -130,6 +159,7 @@ def main(argv=None):
     finite_width(X, widths, seeds)
     neural_tangents(X)
     direct(X, 2 if args.quick else 4)
+    series_time(X)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,13 @@ kernel entry is a function of (|x|^2, |y|^2, x.y). Closed forms where they exist
 arc-cosine kernels (Cho & Saul 2009) from Gram entries (``fastsd._arccos``; ``fastsd.kernels``
 agrees to rounding, refining near-collinear pairs from their vectors), the family
 a relu(u) + b relu(-u) (leaky ReLU, abs) from them, erf's (Williams 1997); elsewhere
-(tanh, GELU, sigmoid, softplus, a user's function) Gauss-Hermite quadrature of the
-two-dimensional expectation, ``QUADRATURE_POINTS`` nodes a dimension, checked against three
-quarters as many (an error where they disagree, never a silently rough kernel).
+(tanh, GELU, sigmoid, softplus, a user's function) Mehler's Hermite series in rho
+(``hermite_series``: one-dimensional Gauss-Hermite coefficients once a norm, O(terms) an
+entry), with its remainder bounded entry by entry; the entries it cannot bound (|rho| near
+1) by Gauss-Hermite quadrature of the two-dimensional expectation (``gauss_hermite``,
+``QUADRATURE_POINTS`` nodes a dimension) or, at rho = +-1, of the one-dimensional one. Each
+sum is checked against fewer nodes (an error where they disagree, never a silently rough
+kernel).
 
 Scaling: the network's hidden unit is sigma(sqrt(m) w_i.x) / sqrt(m) with w_i ~ N(0, I/m)
 (``fastsd.mlp.model``), so that its pre-activation sqrt(m) w_i.x is the limit's u for
@@ -40,6 +44,15 @@ QUADRATURE_POINTS = 128
 #: (tanh's at |x|^2 = |y|^2 = 2 and rho = 0.5: 2e-8 on 96 nodes, 7e-10 on 128; at rho = 1,
 #: its hardest, 5e-8 on 128).
 QUADRATURE_TOL = 1e-5
+#: Terms of the Hermite (Mehler) series of the kernels without a closed form
+#: (``hermite_series``), and the most an entry's remainder may be, relative to 1 + |x||y|,
+#: for the series to give it (else two-dimensional quadrature, ``gauss_hermite``).
+SERIES_TERMS = 128
+SERIES_TOL = 1e-10
+#: The most the series' coefficients may move, in the 2-norm over n relative to
+#: E[f(|x| z)^2]^1/2, between ``3 * points`` and ``4 * points`` one-dimensional nodes (an
+#: entry moves by at most about twice that, relative to its scale).
+COEFFICIENT_TOL = 1e-8
 #: Bytes of the quadrature's values held at once.
 _QUAD_BYTES = 32 << 20
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -113,18 +126,19 @@ class Activation:
 
     def kernels_from_gram(self, dot, nx2, ny2, points=QUADRATURE_POINTS):
         """(k0, k1) from x.y and the squared norms (float64 arrays that broadcast); closed
-        forms, else ``gauss_hermite`` on ``points`` nodes a dimension."""
+        forms, else ``hermite_series`` (its coefficients on ``points`` nodes)."""
         if self.closed is not None:
             dot, nx2, ny2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
                                                   for a in (dot, nx2, ny2)))
             return self.closed(dot, nx2, ny2)
-        return gauss_hermite(self, dot, nx2, ny2, points)
+        return hermite_series(self, dot, nx2, ny2, points=points)
 
     def kernels(self, X, Y, points=QUADRATURE_POINTS):
         """k0, k1 and ntk = (x.y) k0 + k1 between the rows of X (n, p) and Y (k, p); each
         (n, k) float64. ntk is the tangent kernel of the two-layer network at infinite width
         (App. D), before the output scale's 1/(gamma^2 d); k1 the NNGP kernel (the readout
-        alone). Without a closed form: ``gauss_hermite`` on ``points`` nodes a dimension.
+        alone). Without a closed form: ``hermite_series``, its coefficients on ``points``
+        nodes.
 
         Raises
         ------
@@ -185,6 +199,106 @@ def gauss_hermite(act, dot, nx2, ny2, points=QUADRATURE_POINTS):
             f"from {3 * points // 4} points, above {QUADRATURE_TOL:g}; give more points (the "
             f"error falls as they grow and as the inputs' norms fall).")
     return k0.reshape(dot.shape), k1.reshape(dot.shape)
+
+
+def hermite_series(act, dot, nx2, ny2, terms=SERIES_TERMS, points=QUADRATURE_POINTS):
+    """(k0, k1) of ``act`` by the Hermite (Mehler) series of the Gaussian pair's expectations.
+
+    With h_n the normalised probabilists' Hermite polynomials (E[h_n(z) h_k(z)] = [n = k])
+    and rho = x.y / (|x||y|), Mehler's formula gives
+
+        E[f(|x| z1) g(|y| (rho z1 + sqrt(1 - rho^2) z2))] = sum_n rho^n F_n(|x|) G_n(|y|),
+        F_n(s) = E[f(s z) h_n(z)],
+
+    so k1 (f = g = sigma) and k0 (sigma') are sums of ``terms`` + 1 products of
+    coefficients, each a one-dimensional Gauss-Hermite sum on ``4 * points`` nodes, once a
+    distinct norm: O(terms) an entry where ``gauss_hermite`` takes O(points^2). The
+    remainder of an entry is at most |rho|^(terms + 1) sqrt(R(|x|) R(|y|)), R(s) =
+    E[f(s z)^2] - sum_n F_n(s)^2 (Cauchy-Schwarz); where that bound exceeds ``SERIES_TOL``
+    (1 + |x||y|) (pairs at |rho| near 1, whose series converge slowest), the entry is
+    ``gauss_hermite``'s; at rho = +-1 (to rounding) it is always a one-dimensional sum's. The coefficients on ``3 * points`` nodes check them, as
+    ``gauss_hermite``'s check.
+    Other arguments as ``Activation.kernels_from_gram``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``points``, where the coefficients on fewer nodes move by more than
+        ``COEFFICIENT_TOL`` E[f(|x| z)^2]^1/2 (in the 2-norm over n: the norm too large for
+        the nodes; tanh's at |x|^2 = 2 hold on 128 points, at |x|^2 up to 23 on 512), or as
+        ``gauss_hermite`` for the entries it gives; naming ``terms`` for fewer than 1.
+    """
+    terms = check_int("terms", terms, 1)
+    points = check_int("points", points, 8)
+    dot, nx2, ny2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
+                                          for a in (dot, nx2, ny2)))
+    nx, ny = np.sqrt(nx2).reshape(-1), np.sqrt(ny2).reshape(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.clip(np.where(nx * ny > 0, dot.reshape(-1) / (nx * ny), 0.0), -1.0, 1.0)
+    norms, index = np.unique(np.concatenate([nx, ny]), return_inverse=True)
+    ix, iy = index[:nx.size], index[nx.size:]
+    out = []
+    for f in (act.derivative, act):
+        coef, rest = _hermite_coefficients(act, f, norms, terms, points)
+        k = np.zeros(rho.size)
+        for n in range(terms, -1, -1):                  # Horner's rule in rho
+            k = k * rho + coef[ix, n] * coef[iy, n]
+        out.append((k, np.abs(rho) ** (terms + 1) * np.sqrt(rest[ix] * rest[iy])))
+    (k0, b0), (k1, b1) = out
+    far = np.maximum(b0, b1) > SERIES_TOL * (1.0 + nx * ny)
+    # rho = +-1 to rounding (a pair with itself: |x||y| rounds apart from x.x): v = +-(|y|/|x|) u,
+    # a one-dimensional sum, off by the rounding of rho times the kernels' slope
+    line = np.abs(rho) >= 1.0 - 4 * np.finfo(float).eps
+    if line.any():
+        k0[line], k1[line] = _collinear(act, nx[line], ny[line] * np.sign(rho[line]), points)
+    far &= ~line
+    if far.any():
+        k0[far], k1[far] = gauss_hermite(act, dot.reshape(-1)[far], nx2.reshape(-1)[far],
+                                         ny2.reshape(-1)[far], points)
+    return k0.reshape(dot.shape), k1.reshape(dot.shape)
+
+
+def _collinear(act, a, b, points):
+    """(k0, k1) at rho = +-1: E[f(a z) f(b z)] for f = sigma', sigma (b signed), on
+    ``4 * points`` one-dimensional Gauss-Hermite nodes."""
+    from scipy.special import roots_hermitenorm     # slow to import: only when used
+
+    z, w = roots_hermitenorm(4 * points)
+    w = w / math.sqrt(2.0 * math.pi)
+    u, v = a[:, None] * z[None, :], b[:, None] * z[None, :]
+    return ((act.derivative(u) * act.derivative(v)) @ w, (act(u) * act(v)) @ w)
+
+
+def _hermite_coefficients(act, f, norms, terms, points):
+    """F_n(s) = E[f(s z) h_n(z)], n = 0 .. ``terms``, for each s of ``norms`` (rows), and
+    the remainders E[f(s z)^2] - sum_n F_n(s)^2 (>= 0), on ``4 * points`` Gauss-Hermite
+    nodes, checked against ``3 * points``."""
+    from scipy.special import roots_hermitenorm     # slow to import: only when used
+
+    got = []
+    for q in (4 * points, 3 * points):          # one-dimensional sums: cheap, many nodes
+        z, w = roots_hermitenorm(q)
+        w = w / math.sqrt(2.0 * math.pi)
+        H = np.empty((terms + 1, q))                    # normalised Hermite recursion
+        H[0] = 1.0
+        if terms:
+            H[1] = z
+        for n in range(1, terms):
+            H[n + 1] = (z * H[n] - math.sqrt(n) * H[n - 1]) / math.sqrt(n + 1)
+        F = f(norms[:, None] * z[None, :]) * w
+        got.append((F @ H.T, (F * f(norms[:, None] * z[None, :])).sum(axis=1)))
+    (coef, square), (check, _) = got
+    # an entry moves by at most about |dF| |G| + |F| |dG|, |F| = (E f^2)^1/2 (Cauchy-Schwarz)
+    moved = np.sqrt(((coef - check) ** 2).sum(axis=1) / np.maximum(square, 1e-300))
+    if moved.size and not moved.max() <= COEFFICIENT_TOL:
+        e = int(np.argmax(np.where(np.isnan(moved), np.inf, moved)))
+        raise ValueError(
+            f"`points` {points} are too few for the Hermite coefficients of the {act.name!r} "
+            f"kernels at |x|^2 = {norms[e] ** 2:.4g}: on {4 * points} nodes they moved "
+            f"{moved[e]:.1e} (relative to E[f(|x| z)^2]^1/2) from {3 * points}, above "
+            f"{COEFFICIENT_TOL:g}; give more points (the error falls as they grow and as the "
+            f"inputs' norms fall).")
+    return coef, np.maximum(square - (coef * coef).sum(axis=1), 0.0)
 
 
 def _quadrature(act, nx, ny, rho, points):
@@ -360,5 +474,6 @@ def get_activation(activation, name="activation"):
                      f"fastsd.activations.Activation; got {activation!r}.")
 
 
-__all__ = ["ACTIVATIONS", "QUADRATURE_POINTS", "QUADRATURE_TOL", "Activation", "abrelu",
-           "gauss_hermite", "get_activation", "relu_difference"]
+__all__ = ["ACTIVATIONS", "COEFFICIENT_TOL", "QUADRATURE_POINTS", "QUADRATURE_TOL",
+           "SERIES_TERMS", "SERIES_TOL", "Activation", "abrelu", "gauss_hermite",
+           "get_activation", "hermite_series", "relu_difference"]

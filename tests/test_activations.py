@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from fastsd import kernels
-from fastsd.activations import ACTIVATIONS, abrelu, gauss_hermite, get_activation
+from fastsd.activations import (ACTIVATIONS, Activation, abrelu, gauss_hermite, get_activation,
+                                hermite_series)
 
 NAMES = sorted(ACTIVATIONS)
 
@@ -84,12 +85,48 @@ def test_erfs_closed_forms_are_its_quadrature():
 def test_too_few_quadrature_nodes_are_an_error_not_a_rough_kernel():
     X, Y = _pairs(2)
     tanh = ACTIVATIONS["tanh"]
+    dot, nx2, ny2 = 9 * X @ Y.T, 9 * (X * X).sum(1)[:, None], 9 * (Y * Y).sum(1)[None, :]
     with pytest.raises(ValueError, match=r"`points` 128 are too few for the Gauss-Hermite "
                                          r"quadrature of the 'tanh' kernels at \|x\|\^2 = "):
-        tanh.ntk(3 * X, 3 * Y)
-    assert np.isfinite(tanh.ntk(3 * X, 3 * Y, points=1024)).all()
+        gauss_hermite(tanh, dot, nx2, ny2)
+    with pytest.raises(ValueError, match=r"`points` 16 are too few for the Hermite "
+                                         r"coefficients of the 'tanh' kernels at \|x\|\^2 = "):
+        tanh.ntk(3 * X, 3 * Y, points=16)
+    # on enough nodes either holds, and they agree to about their accuracy
+    series = hermite_series(tanh, dot, nx2, ny2, points=512)
+    quad = gauss_hermite(tanh, dot, nx2, ny2, points=1024)
+    for a, b in zip(series, quad):
+        assert np.allclose(a, b, rtol=0, atol=1e-7)
     with pytest.raises(ValueError, match="`points` must be an integer >= 8; got 4"):
         tanh.ntk(X, Y, points=4)
+    with pytest.raises(ValueError, match="`terms` must be an integer >= 1; got 0"):
+        hermite_series(tanh, dot, nx2, ny2, terms=0)
+
+
+@pytest.mark.parametrize("name", ["erf", "tanh", "gelu", "sigmoid", "softplus"])
+def test_the_hermite_series_is_the_expectation(name):
+    """Mehler's series against independent values: erf's closed forms (its series taken as if
+    it had none), the others' two-dimensional quadrature on 512 nodes a dimension away from
+    rho = +-1 (to its own accuracy), and at rho = +-1 scipy's adaptive one-dimensional
+    integral."""
+    act = ACTIVATIONS[name]
+    series_only = Activation(name, act.fn, act.grad, None, act.array_fn, act.array_grad)
+    rng = np.random.default_rng(11)
+    nx2, ny2 = rng.uniform(0.5, 3.0, 300), rng.uniform(0.5, 3.0, 300)
+    dot = rng.uniform(-0.97, 0.97, 300) * np.sqrt(nx2 * ny2)
+    got = hermite_series(series_only, dot, nx2, ny2)
+    want = act.closed(dot, nx2, ny2) if act.closed else gauss_hermite(act, dot, nx2, ny2, 512)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-9 * (1 + np.sqrt(nx2 * ny2)).max())
+    for sign in (1.0, -1.0):                       # collinear pairs
+        a, b = np.sqrt(nx2[:3]), sign * np.sqrt(ny2[:3])
+        k0, k1 = hermite_series(series_only, a * b, a * a, b * b)
+        for i in range(3):
+            for k, f in ((k0, act.derivative), (k1, act)):
+                exact = integrate.quad(lambda z: float(f(np.array(a[i] * z)) * f(np.array(b[i] * z)))
+                                 * math.exp(-z * z / 2) / math.sqrt(2 * math.pi),
+                                 -np.inf, np.inf, epsabs=1e-14, limit=200)[0]
+                assert k[i] == pytest.approx(exact, abs=1e-12)
 
 
 @pytest.mark.parametrize("name", NAMES)
