@@ -243,3 +243,21 @@ def test_an_activation_of_ones_own_trains_and_predicts():
     x, _ = task.sample_test(8, 3)
     np.testing.assert_allclose(cpu.predict(x), ref.predict(x), rtol=1e-9)
     assert "cube_plus" not in ACTIVATIONS
+
+
+def test_an_odd_network_is_at_chance_on_a_test_set_closed_under_negation():
+    """No biases and an odd sigma (tanh, erf) make the centred network odd, f(-x) = -f(x),
+    while the label of x = (z1; z2) is that of -x: on a test set holding x and -x it gets
+    exactly half right, however it trained. ReLU's network is not odd and learns the task."""
+    task = SameDifferent(d=8, L=6, seed=3)
+    x, y = task.sample_test(200, 5)
+    xs, ys = np.vstack([x, -x]), np.concatenate([y, y])
+    kw = dict(width=32, steps=300, eval_every=300, n_test=64, seed=2, backend="cpu",
+              path="dense", dtype="float64")
+    for name in ("tanh", "erf"):
+        r = train(task, 1.0, activation=name, **kw)
+        f = r.predict(x)
+        np.testing.assert_allclose(r.predict(-x), -f, rtol=1e-12, atol=1e-15 * np.abs(f).max())
+        assert np.all(f != 0) and np.mean((r.predict(xs) > 0) == (ys > 0.5)) == 0.5
+    relu = train(task, 1.0, **kw)
+    assert np.mean((relu.predict(xs) > 0) == (ys > 0.5)) > 0.75
