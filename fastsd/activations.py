@@ -224,8 +224,9 @@ def hermite_series(act, dot, nx2, ny2, terms=SERIES_TERMS, points=QUADRATURE_POI
     ------
     ValueError
         Naming ``points``, where the coefficients on fewer nodes move by more than
-        ``COEFFICIENT_TOL`` E[f(|x| z)^2]^1/2 (in the 2-norm over n: the norm too large for
-        the nodes; tanh's at |x|^2 = 2 hold on 128 points, at |x|^2 up to 23 on 512), or as
+        ``COEFFICIENT_TOL`` E[f(|x| z)^2]^1/2 (in the 2-norm over n) even on 8 times
+        ``points`` (the nodes are doubled until they hold: the norm too large for them;
+        tanh's at |x|^2 = 2 hold on 128 points, at |x|^2 up to 23 on 512), or as
         ``gauss_hermite`` for the entries it gives; naming ``terms`` for fewer than 1.
     """
     terms = check_int("terms", terms, 1)
@@ -239,7 +240,7 @@ def hermite_series(act, dot, nx2, ny2, terms=SERIES_TERMS, points=QUADRATURE_POI
     ix, iy = index[:nx.size], index[nx.size:]
     out = []
     for f in (act.derivative, act):
-        coef, rest = _hermite_coefficients(act, f, norms, terms, points)
+        coef, rest = _adaptive_coefficients(act, f, norms, terms, points)
         k = np.zeros(rho.size)
         for n in range(terms, -1, -1):                  # Horner's rule in rho
             k = k * rho + coef[ix, n] * coef[iy, n]
@@ -269,10 +270,32 @@ def _collinear(act, a, b, points):
     return ((act.derivative(u) * act.derivative(v)) @ w, (act(u) * act(v)) @ w)
 
 
-def _hermite_coefficients(act, f, norms, terms, points):
-    """F_n(s) = E[f(s z) h_n(z)], n = 0 .. ``terms``, for each s of ``norms`` (rows), and
-    the remainders E[f(s z)^2] - sum_n F_n(s)^2 (>= 0), on ``4 * points`` Gauss-Hermite
-    nodes, checked against ``3 * points``."""
+#: ``hermite_series`` doubles its nodes up to this many times ``points`` where the
+#: coefficients' check fails (large norms: the one-dimensional sums are cheap).
+_MOST_DOUBLINGS = 3
+
+
+def _adaptive_coefficients(act, f, norms, terms, points):
+    """``_hermite_coefficients`` on ``points``, else on twice as many, ... up to
+    ``2 ** _MOST_DOUBLINGS`` times; a ValueError naming ``points`` where none holds."""
+    for k in range(_MOST_DOUBLINGS + 1):
+        coef, rest, moved = _hermite_coefficients(f, norms, terms, points << k)
+        if not moved.size or moved.max() <= COEFFICIENT_TOL:
+            return coef, rest
+    e = int(np.argmax(np.where(np.isnan(moved), np.inf, moved)))
+    q = points << _MOST_DOUBLINGS
+    raise ValueError(
+        f"`points` {points} are too few for the Hermite coefficients of the {act.name!r} "
+        f"kernels at |x|^2 = {norms[e] ** 2:.4g}, even doubled to {q}: on {4 * q} nodes they "
+        f"moved {moved[e]:.1e} (relative to E[f(|x| z)^2]^1/2) from {3 * q}, above "
+        f"{COEFFICIENT_TOL:g}; give more points (the error falls as they grow and as the "
+        f"inputs' norms fall).")
+
+
+def _hermite_coefficients(f, norms, terms, points):
+    """F_n(s) = E[f(s z) h_n(z)], n = 0 .. ``terms``, for each s of ``norms`` (rows), the
+    remainders E[f(s z)^2] - sum_n F_n(s)^2 (>= 0), on ``4 * points`` Gauss-Hermite nodes,
+    and how far they moved from ``3 * points`` nodes (``COEFFICIENT_TOL``'s measure)."""
     from scipy.special import roots_hermitenorm     # slow to import: only when used
 
     got = []
@@ -290,15 +313,7 @@ def _hermite_coefficients(act, f, norms, terms, points):
     (coef, square), (check, _) = got
     # an entry moves by at most about |dF| |G| + |F| |dG|, |F| = (E f^2)^1/2 (Cauchy-Schwarz)
     moved = np.sqrt(((coef - check) ** 2).sum(axis=1) / np.maximum(square, 1e-300))
-    if moved.size and not moved.max() <= COEFFICIENT_TOL:
-        e = int(np.argmax(np.where(np.isnan(moved), np.inf, moved)))
-        raise ValueError(
-            f"`points` {points} are too few for the Hermite coefficients of the {act.name!r} "
-            f"kernels at |x|^2 = {norms[e] ** 2:.4g}: on {4 * points} nodes they moved "
-            f"{moved[e]:.1e} (relative to E[f(|x| z)^2]^1/2) from {3 * points}, above "
-            f"{COEFFICIENT_TOL:g}; give more points (the error falls as they grow and as the "
-            f"inputs' norms fall).")
-    return coef, np.maximum(square - (coef * coef).sum(axis=1), 0.0)
+    return coef, np.maximum(square - (coef * coef).sum(axis=1), 0.0), moved
 
 
 def _quadrature(act, nx, ny, rho, points):

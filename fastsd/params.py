@@ -472,6 +472,13 @@ LAZY_LIMIT = Spec(
     Param("dtype", "choice", "arithmetic of the Kronecker products (solver kron; auto takes "
           "it): float64, or float32 at twice the speed and ~1e-6 relative error a product",
           "float64", choices=("float64", "float32")),
+    Param("activation", "activation", "the network's activation sigma, whose kernels the limit "
+          "takes", "relu",
+          doc="The network's activation sigma (``fastsd.activations``): a name of "
+              "``ACTIVATIONS`` or an ``Activation``; ReLU's arc-cosine kernels, any other's "
+              "closed forms or Mehler's series (float64, backends \"numpy\" and \"cpu\"; "
+              "solver \"auto\" takes \"dense\", else \"cg\"). Recorded (and keyed) only "
+              "off \"relu\"."),
     always_keyed=("d", "L", "method", "kernel", "pairs", "seed", "task_seed", "n_test", "steps",
                   "eval_every", "alpha0", "ridge", "solver"),
 )

@@ -131,10 +131,10 @@ def test_a_store_written_before_a_setting_existed_still_names_its_cells(tmp_path
 
 def test_always_keyed_names_the_settings_in_the_key_from_the_start():
     # every MLP setting from the start but eval_at (issue 44) and activation (issue 52);
-    # dtype and eval_at added later to LAZY_LIMIT
+    # dtype, eval_at and activation added later to LAZY_LIMIT
     assert set(MLP.always_keyed) == set(MLP) - {"eval_at", "activation"}
     assert "dtype" in LAZY_LIMIT and "dtype" not in LAZY_LIMIT.always_keyed
-    assert set(LAZY_LIMIT.always_keyed) == set(LAZY_LIMIT) - {"dtype", "eval_at"}
+    assert set(LAZY_LIMIT.always_keyed) == set(LAZY_LIMIT) - {"dtype", "eval_at", "activation"}
     for pred in PREDICTORS.values():
         if pred.spec is not None:
             assert pred.spec.always_keyed, pred.name

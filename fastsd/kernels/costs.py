@@ -231,7 +231,7 @@ def memory_bytes(d, L, *, n_test):
 
 
 def modelled(settings):
-    """Whether a "lazy_limit" cell's time is modelled: the logistic flow of the NTK over all
+    """Whether a "lazy_limit" cell's time is modelled: the logistic flow of ReLU's NTK over all
     pairs on solver "kron" (given, or "auto"'s choice at its L, d and default memory).
 
     Parameters
@@ -261,7 +261,8 @@ def modelled(settings):
         raise ValueError(f"`settings` must give `{missing[0]}`; got settings "
                          f"{', '.join(sorted(settings)) or 'none'}.")
     s = LAZY_LIMIT.check({**LAZY_LIMIT.defaults(), **settings})
-    if s["method"] != "logistic_flow" or s["kernel"] != "ntk" or s["pairs"] != "all":
+    if s["method"] != "logistic_flow" or s["kernel"] != "ntk" or s["pairs"] != "all" \
+            or s["activation"] != "relu":
         return False
     if s["solver"] != "auto":
         return s["solver"] == "kron"

@@ -84,6 +84,7 @@ from .._rng import recorded_seed, seed_sequence, train_streams
 from .._stats import accuracy_se
 from .._validation import (check_array, check_batch_size, check_choice, check_float, check_int,
                            check_seed)
+from ..activations import Activation, get_activation
 from ..params import LAZY_LIMIT
 from ..schedules import Evaluations
 from ..tasks.base import BatchStream, Task, task_identity
@@ -196,7 +197,7 @@ def check_schedule(method, eval_at):
 def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=None, n_test=1024,
                test_x=None, ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None,
                kernel_tol=None, dtype="float64", steps=25000, alpha0=None, eval_every=1000,
-               eval_at=None, batch_size=128, backend="auto", progress=False):
+               eval_at=None, batch_size=128, backend="auto", progress=False, activation="relu"):
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
     See ``help(fastsd.kernels.lazy)`` and the lazy-limit how-to (docs/howto/lazy-limit.md)
@@ -303,6 +304,14 @@ default "logistic_flow"
         they are built; over the CG iterations of the "kron" and "cg"
         regression solves (the dense Cholesky solve shows none). Off by
         default, and so in the scan's "lazy_limit" cells.
+    activation : str or fastsd.activations.Activation, default "relu"
+        The network's activation sigma (``fastsd.activations``): ReLU's arc-cosine kernels
+        (every solver and backend), any other's closed forms or Mehler's series
+        (``fastsd.kernels.activation``: dtype float64, backends "numpy" and "cpu", refused
+        naming ``activation`` elsewhere; "auto" takes solver "dense", else "cg", and "kron"
+        when named). An odd sigma (tanh,
+        erf) gives an odd kernel, k(x, -y) = -k(x, y), and so chance accuracy on a
+        test set closed under negation. Recorded only off "relu".
 
     Returns
     -------
@@ -338,7 +347,7 @@ default "logistic_flow"
                     test_x=test_x, ridge=ridge, solver=solver, max_bytes=max_bytes, tol=tol,
                     maxiter=maxiter, kernel_tol=kernel_tol, dtype=dtype, steps=steps,
                     alpha0=alpha0, eval_every=eval_every, eval_at=eval_at,
-                    batch_size=batch_size, backend=backend)
+                    batch_size=batch_size, backend=backend, activation=activation)
     return _solve(_plan(config), progress, start)
 
 
@@ -370,10 +379,12 @@ class LazyConfig:
     evals: Evaluations
     batch_size: int
     backend: str
+    activation: Activation
 
 
 def _check(task, method, *, kernel, pairs, seed, n_test, test_x, ridge, solver, max_bytes, tol,
-           maxiter, kernel_tol, dtype, steps, alpha0, eval_every, eval_at, batch_size, backend):
+           maxiter, kernel_tol, dtype, steps, alpha0, eval_every, eval_at, batch_size, backend,
+           activation):
     """``lazy_limit``'s arguments as a ``LazyConfig``; raises as ``lazy_limit`` does."""
     if not isinstance(task, Task) or not hasattr(task, "symbols"):
         raise TypeError(f"`task` must be a fastsd symbol task such as SameDifferent; "
@@ -414,9 +425,14 @@ def _check(task, method, *, kernel, pairs, seed, n_test, test_x, ridge, solver, 
         raise ValueError(f"`pairs` must be 'all' with solver='kron' (the kernel of all L^2 "
                          f"ordered pairs is a sum of Kronecker products); got {pairs!r:.80}; "
                          f"use solver='dense' or 'cg' for a sample or given pairs.")
+    activation = get_activation(LAZY_LIMIT["activation"].check(activation))
+    if activation.name != "relu" and dtype != "float64":
+        raise ValueError(f"`activation` must be 'relu' with dtype={dtype!r} (the float32 "
+                         f"products are measured on the arc-cosine kernels; another "
+                         f"activation's run in float64); got {activation.name!r}.")
     return LazyConfig(task, method, kernel_kind, pairs, seed, n_test, test_x, ridge, solver,
                       max_bytes, tol, maxiter, kernel_tol, dtype, steps, alpha0, eval_every,
-                      eval_at, evals, batch_size, backend)
+                      eval_at, evals, batch_size, backend, activation)
 
 
 @dataclass(frozen=True)
@@ -438,6 +454,11 @@ def _plan(config):
     """The ``LazyPlan`` of ``config``; raises as ``lazy_limit`` does before allocating."""
     c = config
     backend, ops = KERNELS.load(c.backend)
+    relu = c.activation.name == "relu"
+    if not relu and ops.xp is not np:
+        raise ValueError(f"`activation` must be 'relu' with backend {backend!r} (another "
+                         f"activation's kernels are computed on the host: backend 'numpy' or "
+                         f"'cpu'); got {c.activation.name!r}.")
     L = c.task.L
     P = count_pairs(L, c.pairs)
     maxiter = min(10 * P, 5000) if c.maxiter is None else check_int("maxiter", c.maxiter,
@@ -449,7 +470,13 @@ def _plan(config):
     if c.method == "mean_difference" and solver == "auto" and c.dtype == "float64" \
             and P <= CG_MAX_PAIRS:
         solver = "cg"       # matrix-free: the test logits are its only products
-    solver_cls = choose_solver(solver, size)
+    if relu or solver != "auto":
+        solver_cls = choose_solver(solver, size)
+    else:   # "auto"'s prices are the arc-cosine kernels': the stored kernel, else CG
+        try:
+            solver_cls = choose_solver("dense", size)
+        except SolveTooLargeError:
+            solver_cls = choose_solver("cg", size)
     check_fits(memory_needs(L, c.task.input_dim, c.method, c.pairs, P, c.n_test, c.test_x,
                             min(BatchStream.BLOCK, c.steps), c.batch_size))
     return LazyPlan(config, backend, ops, P, maxiter, size, solver_cls)
@@ -462,7 +489,8 @@ def _solve(plan, progress, start):
     task, method, seed, n_test, evals, L = c.task, c.method, c.seed, c.n_test, c.evals, c.task.L
     u, v, selection = choose_pairs(L, c.pairs, seed)
 
-    pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, c.kernel)
+    pair_kernel = PairKernel(ops, ops.xp.asarray(task.symbols, ops.xp.float64), u, v, c.kernel,
+                             c.activation)
     op = plan.solver_cls(pair_kernel, plan.size, progress=progress)
     same = u == v
     w, y = ops.xp.asarray(class_weights(same)), ops.xp.asarray(same.astype(np.float64))
@@ -509,6 +537,8 @@ def _solve(plan, progress, start):
     if method in ONE_READING:
         for k in ("steps", "alpha0", "eval_every", "eval_at", "batch_size"):
             config.pop(k)
+    if c.activation.name != "relu":         # a ReLU limit's record is what it was
+        config["activation"] = c.activation.name
     return LazyResult(
         method=method, test_accuracy=acc,
         test_accuracy_se=accuracy_se(acc, n_test), best_test_accuracy=best,

@@ -21,6 +21,7 @@ from .._rng import seed_sequence
 from .._validation import check_int
 from ..params import LAZY_LIMIT
 from ._reference import KINDS, REFINE, paired_kernels
+from .activation import ActivationKernels
 
 #: Spawn-key tag of the pair sample's stream (distinct from ``train``'s streams).
 _PAIR_TAG = 3001
@@ -137,6 +138,9 @@ class PairKernel:
     kind : {"ntk", "nngp"}, default "ntk"
         The NTK (both layers trained), or the NNGP kernel k1 (the readout
         alone), of the arc-cosine family (``fastsd.kernels.arccos``).
+    activation : fastsd.activations.Activation, optional
+        Another activation's kernels (``fastsd.kernels.activation``; ``backend`` then a
+        host backend, "numpy" or "cpu"); None or ReLU: the arc-cosine kernels.
 
     Attributes
     ----------
@@ -151,13 +155,18 @@ class PairKernel:
         The kernel's diagonal k(x_p, x_p): |x_p|^2 (ntk), |x_p|^2 / 2 (nngp).
     """
 
-    def __init__(self, backend, S, u, v, kind="ntk"):
+    def __init__(self, backend, S, u, v, kind="ntk", activation=None):
+        if activation is not None and activation.name != "relu":
+            backend = ActivationKernels(activation, backend)
         xp = backend.xp
         self.backend, self.xp, self.S, self.kind = backend, xp, S, kind
         self.G = G = S @ S.T
         self.u, self.v = u, v = xp.asarray(u), xp.asarray(v)
         self.n2 = G[u, u] + G[v, v]
-        self.diagonal = self.n2 if kind == "ntk" else 0.5 * self.n2
+        if isinstance(backend, ActivationKernels):
+            self.diagonal = backend.diagonal(self.n2, kind)
+        else:
+            self.diagonal = self.n2 if kind == "ntk" else 0.5 * self.n2
 
     def __len__(self):
         return len(self.n2)
@@ -252,6 +261,8 @@ def near_pairs(kernel, x, T1, T2, n2):
         products (what the products use), float64.
     """
     be = kernel.backend
+    if not getattr(be, "refines", True):           # another activation's kernels
+        return (np.zeros(0, np.int64), np.zeros(0, np.int64)), np.zeros(0)
     host = be.to_host
     L, d = kernel.S.shape
     xh = host(x)
