@@ -6,6 +6,8 @@ the lazy to the rich regime, and the paper's theory.
 
 Nothing heavy is imported at import time; the public names load on first use.
 """
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -27,9 +29,17 @@ _LAZY = {
 }
 _MODULES = ("theory", "tasks", "mlp", "analysis", "presets", "scan", "plots", "store",
             "walkers", "kernels", "bayes", "reproduce", "figures", "params", "conventions",
-            "schedules", "activations")
+            "schedules", "activations", "constraints")
 
 __all__ = sorted(_LAZY) + ["__version__", *_MODULES]
+
+if TYPE_CHECKING:       # what _LAZY loads on first use, for type checkers (tests/test_typing.py)
+    from ._threads import thread_limit
+    from .exceptions import BackendUnavailableError, SizeTooLargeError, StoreLockedError
+    from .kernels import lazy_limit, ntk
+    from .mlp import Params, TrainResult, train, train_ensemble
+    from .store import ResultStore
+    from .tasks import PSVRT, CifarPairs, Pentomino, SameDifferent
 
 
 def __getattr__(name):

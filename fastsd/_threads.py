@@ -27,7 +27,10 @@ import numbers
 import os
 import threading
 from contextlib import contextmanager
+from typing import Any, Callable, TypeVar, cast
 
+#: A decorated function's type (``computing`` keeps it).
+F = TypeVar("F", bound=Callable[..., Any])
 #: Environment variables that size the thread pools of BLAS, OpenMP and Numba at import.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMBA_NUM_THREADS")
@@ -100,13 +103,14 @@ def compute():
         _state.depth = 0
 
 
-def computing(fn):
-    """Decorate a computing entry point: its body runs under ``compute()``."""
+def computing(fn: F) -> F:
+    """Decorate a computing entry point: its body runs under ``compute()`` (its signature,
+    annotations included, kept)."""
     @functools.wraps(fn)
     def entry(*args, **kwargs):
         with compute():
             return fn(*args, **kwargs)
-    return entry
+    return cast(F, entry)
 
 
 @contextmanager

@@ -16,25 +16,21 @@ through the "bayes" cell), ``WEIGHT_STRUCTURE``, ``WEIGHT_IMAGES`` and
 ``MAX_MARGIN`` (the cells of Fig. 1a/1d, A1 and C1) and ``CALIBRATE``
 (``fastsd.mlp.calibration.calibrate``, ``fastsd calibrate``).
 """
-import argparse
-import math
-import numbers
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar, Union
 
-import numpy as np
-
+from . import constraints
 from ._dispatch import BACKENDS
-from .activations import ACTIVATIONS, get_activation
-from ._validation import check_batch_size, check_choice, check_float, check_int, fail
-from .conventions import is_lazy
-from .schedules import Evaluations, check_eval_at
+from ._validation import check_choice
+from .schedules import Evaluations
 
+#: A decorated function's type (``Spec.keywords`` keeps it).
+F = TypeVar("F", bound=Callable[..., Any])
 #: The default of a setting that must be given.
 REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
-#: A value of no declared type (``Param.invalid`` of a choice).
-_STRANGER = type("Stranger", (), {"__repr__": lambda self: "<an object of no declared type>"})()
-KINDS = ("int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs",
-         "schedule", "activation")
+#: The kinds a declaration may name by a string (``fastsd.constraints.BY_KIND``).
+KINDS = tuple(constraints.BY_KIND)
 
 
 @dataclass(frozen=True)
@@ -45,9 +41,12 @@ class Param:
     ----------
     name : str
         The Python name (the CLI option is ``--name`` with "_" as "-").
-    kind : {"int", "float", "choice", "bool", "sign", "batch_size", "gamma", "seed", "pairs", \
-"schedule", "activation"}
-        "bool": True or False (NumPy's too); "sign": +1 or -1 (a number, not a bool), returned as an int;
+    kind : str or fastsd.constraints.Constraint
+        The valid values: a ``Constraint`` (e.g. ``Integer(1)``, ``Options(("a", "b"))``), or
+        the name of one in ``KINDS``, built from the range fields below; read back as the
+        name, with the object as ``constraint``. "int": an integer in [minimum, maximum];
+        "float": finite (> 0 where ``positive``, >= 0 where ``nonnegative``); "choice": one of
+        ``choices``; "bool": True or False (NumPy's too); "sign": +1 or -1 (a number, not a bool), returned as an int;
         "batch_size": an even integer >= 2; "gamma": a float > 0 or "lazy";
         "seed": an integer >= 0; "pairs": "all" or an integer >= 2 (at most
         L^2, checked where L is known); "schedule": evaluation steps, "log" or
@@ -71,22 +70,39 @@ class Param:
     doc : str, optional
         The description in a docstring's Parameters section (``Spec.numpydoc``);
         default ``help``.
+    constraint : fastsd.constraints.Constraint
+        The valid values (not an argument: from ``kind``); it checks values, lists the
+        values to refuse, words the range and parses the CLI's text.
+
+    Raises
+    ------
+    ValueError
+        For ``kind`` neither a ``Constraint`` nor one of ``KINDS``.
     """
 
     name: str
-    kind: str
+    kind: Union[str, constraints.Constraint]
     help: str
     default: object = REQUIRED
-    minimum: int = None
-    maximum: int = None
+    minimum: Optional[int] = None
+    maximum: Optional[int] = None
     positive: bool = False
     nonnegative: bool = False
     choices: tuple = ()
     optional: bool = False
-    doc: str = None
+    doc: Optional[str] = None
+    constraint: constraints.Constraint = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        check_choice("kind", self.kind, KINDS)
+        if isinstance(self.kind, constraints.Constraint):
+            given = self.kind
+        else:
+            given = constraints.BY_KIND[check_choice("kind", self.kind, KINDS)](self)
+        # the range fields read what the constraint holds, whichever way it was declared
+        for name in ("minimum", "maximum", "positive", "nonnegative", "choices"):
+            object.__setattr__(self, name, getattr(given, name, getattr(self, name)))
+        object.__setattr__(self, "kind", given.kind)
+        object.__setattr__(self, "constraint", given)
 
     @property
     def required(self):
@@ -98,7 +114,8 @@ class Param:
         return "--" + self.name.replace("_", "-")
 
     def check(self, value):
-        """Return ``value`` validated and normalised.
+        """Return ``value`` validated and normalised (``constraint.check``; None where
+        ``optional``).
 
         Raises
         ------
@@ -109,99 +126,25 @@ class Param:
         """
         if value is None and self.optional:
             return None
-        if self.kind == "int":
-            return check_int(self.name, value, self.minimum, self.maximum)
-        if self.kind == "seed":
-            return check_int(self.name, value, 0)
-        if self.kind == "batch_size":
-            return check_batch_size(self.name, value)
-        if self.kind == "float":
-            return check_float(self.name, value, positive=self.positive,
-                               nonnegative=self.nonnegative)
-        if self.kind == "gamma":
-            return value if is_lazy(value) else check_float(self.name, value, positive=True)
-        if self.kind == "pairs":
-            if isinstance(value, str):
-                return value if value == "all" else fail(self.name, self.valid(), value)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-                fail(self.name, self.valid(), value, TypeError)
-            return check_int(self.name, value, 2)
-        if self.kind == "schedule":
-            return check_eval_at(value, self.name)
-        if self.kind == "activation":
-            act = get_activation(value, self.name)
-            return act.name if ACTIVATIONS.get(act.name) is act else act
-        if self.kind == "bool":
-            if not isinstance(value, (bool, np.bool_)):
-                fail(self.name, "True or False", value, TypeError)
-            return bool(value)
-        if self.kind == "sign":
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-                fail(self.name, "+1 or -1", value, TypeError)
-            if value not in (1, -1):
-                fail(self.name, "+1 or -1", value)
-            return int(value)
-        return check_choice(self.name, value, self.choices)
+        return self.constraint.check(self.name, value)
 
     def invalid(self):
         """Values this parameter must refuse, each with the exception it raises.
 
-        Generated from the declared range: just outside it, a value of the
-        wrong type, and (floats) non-finite values.
+        Generated from the declared range (``constraint.invalid``): just outside it, a
+        value of the wrong type, and (floats) non-finite values.
         """
-        out = [("x" if self.kind != "choice" else _STRANGER, (TypeError, ValueError))]
-        if self.kind in ("int", "seed", "batch_size", "pairs"):
-            lo = {"seed": 0, "batch_size": 2, "pairs": 2}.get(self.kind, self.minimum)
-            if lo is not None:
-                out.append((lo - 1, ValueError))
-            if self.maximum is not None:
-                out.append((self.maximum + 1, ValueError))
-            out.append((1.5, TypeError))
-            if self.kind == "batch_size":
-                out.append((5, ValueError))
-        elif self.kind == "sign":
-            out += [(0, ValueError), (True, TypeError)]
-        elif self.kind == "bool":
-            out = [("x", TypeError), (1, TypeError)]
-        elif self.kind == "schedule":
-            out = [("x", ValueError), ("0,3", ValueError), ([], ValueError), (1.5, TypeError),
-                   ([1.5], TypeError)]
-        elif self.kind == "activation":
-            out = [("x", ValueError), ("ReLU", ValueError), (1, ValueError)]
-        elif self.kind in ("float", "gamma"):
-            out += [(math.nan, ValueError), (math.inf, ValueError)]
-            if self.positive or self.kind == "gamma":
-                out.append((0.0, ValueError))
-            if self.positive or self.nonnegative or self.kind == "gamma":
-                out.append((-1.0, ValueError))
-        else:
-            out.append(("not-" + "-".join(map(str, self.choices)), ValueError))
-        return out
+        return self.constraint.invalid()
 
     def valid(self):
         """The valid values in words, e.g. "an integer >= 2"."""
-        if self.kind in ("int", "seed"):
-            lo = 0 if self.kind == "seed" else self.minimum
-            out = "an integer" + ("" if lo is None else f" >= {lo}")
-            return out + ("" if self.maximum is None else f" and <= {self.maximum}")
-        words = {"batch_size": "an even integer >= 2", "sign": "+1 or -1", "bool": "True or False",
-                 "gamma": "a number > 0 or 'lazy'", "pairs": "'all' or an integer >= 2",
-                 "schedule": "'log' (1, 2, 3, 5, 10, 20, ...) or steps >= 1 separated by "
-                             "commas",
-                 "activation": "one of " + ", ".join(map(repr, ACTIVATIONS)),
-                 "float": "a finite number" + (" > 0" if self.positive else
-                                               " >= 0" if self.nonnegative else "")}
-        return words.get(self.kind) or "one of " + ", ".join(map(repr, self.choices))
+        return self.constraint.valid()
 
     def numpydoc(self):
         """This parameter's entry in a numpydoc Parameters section (unindented lines)."""
         import textwrap
 
-        kind = {"int": "int", "seed": "int", "batch_size": "int", "float": "float",
-                "gamma": 'float or "lazy"', "bool": "bool", "sign": "int", "pairs": 'int or "all"',
-                "schedule": '"log", str or sequence of int',
-                "activation": "str or fastsd.activations.Activation",
-                "choice": "{" + ", ".join(map(repr, self.choices)) + "}"}[self.kind]
+        kind = self.constraint.doc_type
         if self.optional:
             kind += ", optional"
         elif not self.required:
@@ -214,16 +157,9 @@ class Param:
         """Add this parameter's option to an argparse parser (or argument group)."""
         default = "" if self.required or self.default is None else f"; default {self.default}"
         kw = {"help": f"{self.help} ({self.valid()}{default})"}
-        if self.kind in ("int", "seed", "batch_size"):
-            kw["type"] = int
-        elif self.kind == "float":
-            kw["type"] = _as_given(self.valid())
-        elif self.kind == "gamma":
-            kw["type"] = _word_or("lazy", _as_given(self.valid()), self.valid())
-        elif self.kind == "pairs":
-            kw["type"] = _word_or("all", int, self.valid())
-        elif self.kind == "sign":
-            kw["type"] = int
+        parse = self.constraint.parse()
+        if parse is not None:
+            kw["type"] = parse
         if self.required:
             kw["required"] = True
         else:
@@ -231,38 +167,53 @@ class Param:
         parser.add_argument(self.flag, dest=self.name, **kw)
 
 
-def _as_given(valid):
-    """An argparse type: ``text`` as a float, refused (with the text as given) where float64
-    rounds it to 0 or infinity, as "1e-400" and "1e400", though the text is no zero or
-    infinity: the check that follows would name the rounded number ("got 0.0")."""
-    def parse(text):
+class Bound(Mapping):
+    """Settings of one ``Spec`` checked once (``Spec.bind``): a read-only mapping, its
+    values also as attributes (``bound.width``).
+
+    Attributes
+    ----------
+    spec : Spec
+        Whose settings these are.
+    evaluations : fastsd.schedules.Evaluations or None
+        The evaluation steps of ``steps``, ``eval_every`` and ``eval_at``, where the
+        settings hold the first two.
+    """
+
+    __slots__ = ("spec", "_values", "evaluations")
+
+    def __init__(self, spec, values, evaluations=None):
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "_values", dict(values))
+        object.__setattr__(self, "evaluations", evaluations)
+
+    def __getitem__(self, name):
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __getattr__(self, name):
         try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {valid}; got {text!r}") from None
-        if value in (0.0, math.inf, -math.inf) and not _spells(text, value):
-            raise argparse.ArgumentTypeError(f"must be {valid}; got {text!r}, which is "
-                                             f"{value} in float64")
-        return value
-    return parse
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no setting {name!r}; settings: "
+                                 f"{', '.join(self._values)}") from None
 
+    def __setattr__(self, name, value):
+        raise AttributeError(f"settings bound by Spec.bind are read-only; got a write to "
+                             f"{name!r}")
 
-def _spells(text, value):
-    """Whether ``text`` writes ``value`` (0 or an infinity) itself, not a number rounded to it."""
-    digits = text.strip().lower().lstrip("+-").split("e")[0].replace(".", "").replace("_", "")
-    return (set(digits) <= {"0"}) if value == 0 else "inf" in text.lower()
+    def __repr__(self):
+        return "Bound(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
 
-
-def _word_or(word, number, valid):
-    """An argparse type: ``word`` itself, or ``text`` as ``number`` (int or float)."""
-    def parse(text):
-        if text == word:
-            return text
-        try:
-            return number(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {valid}; got {text!r}") from None
-    return parse
+    def covers(self, spec):
+        """Whether these settings hold every one of ``spec``'s, checked by its very
+        ``Param`` objects (so ``spec.bind`` need not check them again)."""
+        return all(self.spec.get(n) is p and n in self._values for n, p in spec.items())
 
 
 class Spec(dict):
@@ -301,11 +252,8 @@ class Spec(dict):
     def check(self, settings):
         """Return ``settings`` with each declared one validated (others left as they are),
         and an evaluation schedule checked against the steps (``eval_at`` beyond ``steps``
-        is refused here, before anything runs)."""
-        out = {k: self[k].check(v) if k in self else v for k, v in settings.items()}
-        if out.get("eval_at") is not None and {"steps", "eval_every"} <= set(out):
-            Evaluations(out["steps"], out["eval_every"], out["eval_at"])
-        return out
+        is refused here, before anything runs): ``bind``, as a dict."""
+        return dict(self.bind(settings))
 
     def keyed(self, settings):
         """What a scan cell's key names of ``settings``: those in ``always_keyed``, the
@@ -314,31 +262,68 @@ class Spec(dict):
                 if k not in self or k in self.always_keyed or v != self[k].default}
 
     def pick(self, settings):
-        """The entries of ``settings`` that are this spec's parameters, in its order."""
-        return {n: settings[n] for n in self if n in settings}
+        """The entries of ``settings`` that are this spec's parameters, in its order: a
+        ``Bound`` of this spec where ``settings`` is a ``Bound`` of these settings, else
+        a dict."""
+        out = {n: settings[n] for n in self if n in settings}
+        if isinstance(settings, Bound) and settings.covers(self):
+            return Bound(self, out, settings.evaluations if "steps" in out else None)
+        return out
 
-    def complete(self, settings, caller, others=()):
-        """Keyword arguments of ``caller`` that are this spec's settings: checked, with the
-        defaults of those not given.
+    def bind(self, settings, caller=None, others=()):
+        """``settings`` checked once, as a frozen ``Bound`` that inner code takes as it is.
+
+        Each declared setting is validated (``Param.check``; others are left as they are);
+        where ``steps`` and ``eval_every`` are among them, their ``Evaluations`` are built
+        once (it checks ``eval_at`` and refuses steps beyond ``steps``, before anything
+        runs) and kept as ``Bound.evaluations``. A ``Bound`` of these very settings (this
+        spec's ``Param`` objects, as ``MLP`` shares ``TRAINING``'s) is not checked again.
+
+        Parameters
+        ----------
+        settings : mapping
+            {name: value}.
+        caller : str, optional
+            The function whose keyword arguments ``settings`` are: then a name that is
+            neither a setting nor one of ``others`` (its other keywords) and a required
+            setting not given are refused as Python words it, and the settings not given
+            take their defaults.
+        others : sequence of str
+            ``caller``'s other keywords, named in the message of an unknown one.
+
+        Returns
+        -------
+        Bound
 
         Raises
         ------
         TypeError
-            For a name that is neither a setting nor one of ``others`` (the caller's
-            other keywords), or a required setting not given, as Python words it.
+            For an unknown or missing keyword of ``caller``; a setting of the wrong type.
         ValueError
             For a setting out of range (``Param.check``).
         """
-        unknown = sorted(set(settings) - set(self))
-        if unknown:
-            raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}; "
-                            f"valid: {', '.join(sorted([*self, *others]))}.")
-        missing = [n for n in self.required() if n not in settings]
-        if missing:
-            raise TypeError(f"{caller}() missing required keyword argument {missing[0]!r}.")
-        return self.check({**self.defaults(), **settings})
+        if isinstance(settings, Bound) and settings.covers(self):
+            return self.pick(settings)
+        if caller is not None:
+            unknown = sorted(set(settings) - set(self))
+            if unknown:
+                raise TypeError(f"{caller}() got an unexpected keyword argument "
+                                f"{unknown[0]!r}; valid: {', '.join(sorted([*self, *others]))}.")
+            missing = [n for n in self.required() if n not in settings]
+            if missing:
+                raise TypeError(f"{caller}() missing required keyword argument {missing[0]!r}.")
+            settings = {**self.defaults(), **settings}
+        timed = "eval_at" in self and {"steps", "eval_every"} <= set(settings)
+        out = {k: self[k].check(v) if k in self and not (timed and k == "eval_at") else v
+               for k, v in settings.items()}
+        evaluations = None
+        if timed:       # the schedule's one check (Evaluations gives its recorded text)
+            evaluations = Evaluations(out["steps"], out["eval_every"], settings.get("eval_at"))
+            if "eval_at" in out:
+                out["eval_at"] = evaluations.eval_at
+        return Bound(self, out, evaluations)
 
-    def keywords(self, func):
+    def keywords(self, func: F) -> F:
         """Decorate ``func``, whose ``**kwargs`` are this spec's settings: its signature
         (``inspect.signature``) names them as keyword-only parameters before its own
         keywords, and its docstring's line ``{settings}`` becomes their numpydoc entries."""
@@ -350,11 +335,12 @@ class Spec(dict):
                                   **({} if p.required else {"default": p.default}))
                 for n, p in self.items()]
         positional = [q for q in own if q.kind is not q.KEYWORD_ONLY]
-        func.__signature__ = sig.replace(parameters=positional + mine + [
+        target: Any = func          # a function's attributes, which its type does not name
+        target.__signature__ = sig.replace(parameters=positional + mine + [
             q for q in own if q.kind is q.KEYWORD_ONLY])
         indent = " " * 4
         entries = "\n".join(indent + line for p in self.values() for line in p.numpydoc())
-        func.__doc__ = func.__doc__.replace(indent + "{settings}", entries)
+        target.__doc__ = (func.__doc__ or "").replace(indent + "{settings}", entries)
         return func
 
     def add_arguments(self, parser, names=None, required_group=True):

@@ -111,6 +111,8 @@ class Evaluations:
     Attributes
     ----------
     steps, eval_every : int
+    eval_at : None or str
+        ``eval_at`` as it is recorded (``check_eval_at``).
     extra : list of int
         The steps of ``eval_at`` that are not the protocol's, increasing.
 
@@ -122,7 +124,7 @@ class Evaluations:
 
     def __init__(self, steps, eval_every, eval_at=None):
         eval_at = check_eval_at(eval_at)
-        self.steps, self.eval_every = steps, eval_every
+        self.steps, self.eval_every, self.eval_at = steps, eval_every, eval_at
         if eval_at is None:
             extra = []
         elif eval_at == "log":

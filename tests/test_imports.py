@@ -25,7 +25,8 @@ FLOORS = (
      "fastsd._rng", "fastsd._philox", "fastsd._stats", "fastsd._calls", "fastsd._stop",
      "fastsd._progress", "fastsd._blas", "fastsd._jitcache", "fastsd._threads", "fastsd._pricing",
      "fastsd._probe", "fastsd._memory", "fastsd._gemm", "fastsd._dispatch", "fastsd.conventions",
-     "fastsd.store", "fastsd.schedules", "fastsd._arccos", "fastsd.activations"},
+     "fastsd.store", "fastsd.schedules", "fastsd._arccos", "fastsd.activations",
+     "fastsd.constraints", "fastsd._types"},
     {"fastsd.params"},
     {"fastsd.tasks", "fastsd.walkers"},
     {"fastsd.mlp"},
@@ -71,13 +72,26 @@ def _modules():
     return out
 
 
+def _run_nodes(tree):
+    """The nodes of ``tree`` but those under ``if TYPE_CHECKING:`` (imports for type checkers
+    alone, which never run: fastsd/__init__.py names its lazily loaded names so)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+        yield node
+
+
 def _graph():
     """({module: set of imported modules}, [(module, imported from, private name)])."""
     modules = _modules()
     edges, private = {m: set() for m in modules}, []
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _run_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 edges[name] |= {a.name for a in node.names if a.name in modules}
             elif isinstance(node, ast.ImportFrom):

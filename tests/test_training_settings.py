@@ -87,8 +87,8 @@ class _Called(Exception):
 def _spy(monkeypatch, owner, name):
     calls = []
 
-    def spy(*args, **kwargs):
-        calls.append(kwargs)
+    def spy(*args, config=None, **kwargs):
+        calls.append({**(config or {}), **kwargs})     # settings bound (config=) or as keywords
         raise _Called
     monkeypatch.setattr(owner, name, spy)
     return calls

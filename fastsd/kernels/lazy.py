@@ -74,10 +74,12 @@ the method run and read, the record written). The work is done by
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any, Literal, Optional, Union
 
 import numpy as np
 
 from .. import __version__, _threads
+from .._types import ActivationLike, ArrayLike, BackendName, ScheduleLike, SeedLike
 from .._json import strict_json
 from .._memory import Need, check_fits, default_max_bytes
 from .._rng import recorded_seed, seed_sequence, train_streams
@@ -98,6 +100,7 @@ __all__ = ["CG_MAX_PAIRS", "LazyConfig", "LazyPlan", "LazyResult", "SolveTooLarg
            "lazy_cell", "lazy_limit"]
 
 METHODS = LAZY_LIMIT["method"].choices
+Method = Literal["logistic_flow", "regression", "logistic_sgd", "mean_difference"]
 
 
 @dataclass(eq=False)
@@ -154,7 +157,7 @@ class LazyResult:
     solver: str
     solver_info: dict = field(default_factory=dict)
     history: dict = field(default_factory=dict)
-    predictions: np.ndarray = None
+    predictions: Optional[np.ndarray] = None
     config: dict = field(default_factory=dict)
     wall_time: float = 0.0
 
@@ -194,10 +197,16 @@ def check_schedule(method, eval_at):
 
 
 @_threads.computing
-def lazy_limit(task, method="logistic_flow", *, kernel="ntk", pairs="all", seed=None, n_test=1024,
-               test_x=None, ridge=1e-8, solver="auto", max_bytes=None, tol=1e-6, maxiter=None,
-               kernel_tol=None, dtype="float64", steps=25000, alpha0=None, eval_every=1000,
-               eval_at=None, batch_size=128, backend="auto", progress=False, activation="relu"):
+def lazy_limit(task: Task, method: Method = "logistic_flow", *,
+               kernel: Literal["ntk", "nngp"] = "ntk", pairs: Union[int, str, ArrayLike] = "all",
+               seed: SeedLike = None, n_test: int = 1024, test_x: Optional[ArrayLike] = None,
+               ridge: float = 1e-8, solver: Literal["auto", "dense", "cg", "kron"] = "auto",
+               max_bytes: Optional[int] = None, tol: float = 1e-6, maxiter: Optional[int] = None,
+               kernel_tol: Optional[float] = None, dtype: Literal["float64", "float32"] = "float64",
+               steps: int = 25000, alpha0: Optional[float] = None, eval_every: int = 1000,
+               eval_at: ScheduleLike = None, batch_size: int = 128,
+               backend: BackendName = "auto", progress: bool = False,
+               activation: ActivationLike = "relu") -> "LazyResult":
     """Test accuracy of the gamma -> 0, infinite-width network on a same-different task.
 
     See ``help(fastsd.kernels.lazy)`` and the lazy-limit how-to (docs/howto/lazy-limit.md)
@@ -597,7 +606,8 @@ def memory_needs(L, p, method, pairs, P, n_test, test_x, chunk, batch_size):
     return needs
 
 
-def lazy_cell(d, L, *, task_seed=None, seed=0, method="logistic_flow", **kwargs):
+def lazy_cell(d: int, L: int, *, task_seed: Optional[int] = None, seed: int = 0,
+              method: Method = "logistic_flow", **kwargs: Any) -> dict:
     """One cell of the Fig. 1e lazy heatmap as a strict-JSON record.
 
     Builds ``SameDifferent(d, L, seed=task_seed)`` and returns

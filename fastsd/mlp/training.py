@@ -4,6 +4,7 @@ import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import List, Literal, Optional, Sequence, Union, Unpack
 
 import numpy as np
 
@@ -14,9 +15,11 @@ from .._json import strict_json
 from .._rng import recorded_seed, seed_sequence, train_streams
 from .._memory import Need, check_fits, need
 from .._validation import check_choice, check_float, check_seed
+from .._types import (BackendName, DtypeLike, GammaLike, PathName, SeedLike, TrainOptions,
+                      TrainingSettings)
 from ..activations import Activation, get_activation
 from ..conventions import is_lazy
-from ..params import TRAINING
+from ..params import TRAINING, Bound
 from ..schedules import Evaluations
 from ..tasks.base import BatchStream, Task, task_identity
 from ..tasks.symbols import SameDifferent
@@ -71,6 +74,10 @@ class TrainResult:
     diverged : bool
         True when the training loss became NaN or inf; the accuracies are then
         those of a broken model.
+    sigma : fastsd.activations.Activation or None
+        The activation that trained it (``predict`` computes with it: a user's may be in no
+        registry); None where the result was made otherwise, then ``predict`` takes the
+        activation its config names.
 
     Notes
     -----
@@ -89,6 +96,7 @@ class TrainResult:
     config: dict = field(default_factory=dict)
     wall_time: float = 0.0
     diverged: bool = False
+    sigma: Optional[Activation] = None
 
     gamma = _setting("gamma", "Richness gamma of the run (a number; \"lazy\" is stored resolved).")
     d = _setting("d", "Symbol dimension d of the task (symbol tasks).")
@@ -142,7 +150,7 @@ class TrainResult:
         """
         # the Activation that trained it (one of the user's may be in no registry), else
         # the name its config records
-        act = getattr(self, "_activation", None) or self.activation
+        act = self.sigma or self.activation
         return output(self.final_params, x, scale=self.config["output_scale"],
                       initial=self.initial_params, activation=act)
 
@@ -339,8 +347,13 @@ def _memory_needs(tasks, paths, test_sources, M, width, batch_size, n_test, item
 
 @_threads.computing        # BLAS on one thread; fastsd's team runs the GEMMs in fixed blocks
 @TRAINING.keywords
-def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto",
-                   batches="host", progress=False, **training):
+def train_ensemble(task: Union[Task, Sequence[Task]],
+                   gamma: Union[GammaLike, Sequence[GammaLike]],
+                   seed: Union[SeedLike, Sequence[SeedLike]], *, backend: BackendName = "auto",
+                   dtype: DtypeLike = None, path: PathName = "auto",
+                   batches: Literal["host", "device"] = "host", progress: bool = False,
+                   config: Optional[Bound] = None,
+                   **training: Unpack[TrainingSettings]) -> List[TrainResult]:
     """Train many centered MLPs in lockstep, one batched computation per step.
 
     ``task``, ``gamma`` and ``seed`` may each be one value or a sequence;
@@ -403,6 +416,10 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
         numbers, up to rounding, with either setting.
     progress : bool
         Show a progress bar over steps.
+    config : fastsd.params.Bound, optional
+        The training settings above bound once (``fastsd.params.TRAINING.bind``, or a
+        ``fastsd.scan.Cell``'s ``training``), in place of their keywords: taken as they
+        are, not checked again.
 
     Returns
     -------
@@ -424,7 +441,8 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
     BackendUnavailableError
         When an explicitly requested backend cannot run here.
     """
-    plan = _plan(task, gamma, seed, training, backend=backend, dtype=dtype, path=path,
+    plan = _plan(task, gamma, seed, training, config=config, backend=backend, dtype=dtype,
+                 path=path,
                  batches=batches, caller="train_ensemble")
     check_fits(plan.needs)
     tasks, gammas, seed_seqs, M = plan.tasks, plan.gammas, plan.seed_seqs, len(plan.tasks)
@@ -443,27 +461,25 @@ def train_ensemble(task, gamma, seed, *, backend="auto", dtype=None, path="auto"
                   batches, progress)
     wall = (time.perf_counter() - start) / M
 
-    inits, finals = [None] * M, [None] * M
+    params = {}             # model k: (initial, final)
     for idx, eng in engines:
         ini, fin = eng.params()
         for j, k in enumerate(idx):
-            inits[k], finals[k] = ini[j], fin[j]
+            params[k] = ini[j], fin[j]
     results = []
     for k in range(M):
         h = {name: arr[k] for name, arr in hist.items()}
         h["step"] = h["step"].astype(int)
-        config = dict(_task_config(tasks[k]), gamma=gammas[k],
-                      **_recorded(settings, alpha0s[k]), lr=lrs[k], output_scale=scales[k],
-                      seed=recorded_seed(seed_seqs[k]), backend=backend, path=paths[k],
-                      dtype=dtype, batches=batches, version=__version__)
+        recorded = dict(_task_config(tasks[k]), gamma=gammas[k],
+                        **_recorded(settings, alpha0s[k]), lr=lrs[k], output_scale=scales[k],
+                        seed=recorded_seed(seed_seqs[k]), backend=backend, path=paths[k],
+                        dtype=dtype, batches=batches, version=__version__)
         results.append(TrainResult(
             best_test_accuracy=float(h["test_accuracy"].max()),
             final_test_accuracy=float(h["test_accuracy"][-1]),
-            history=h, initial_params=inits[k], final_params=finals[k],
-            config=config, wall_time=wall,
-            diverged=not bool(np.all(np.isfinite(h["train_loss"])))))
-    for r in results:
-        r._activation = plan.activation
+            history=h, initial_params=params[k][0], final_params=params[k][1],
+            config=recorded, wall_time=wall,
+            diverged=not bool(np.all(np.isfinite(h["train_loss"]))), sigma=plan.activation))
     diverged = [r for r in results if r.diverged]
     if diverged:
         r = diverged[0]
@@ -528,14 +544,15 @@ class Plan:
     activation: Activation
 
 
-def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller):
-    """The ``Plan`` of ``caller``'s arguments (``training``: its TRAINING keywords)."""
+def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller, config=None):
+    """The ``Plan`` of ``caller``'s arguments (``training``: its TRAINING keywords, or
+    ``config``: them bound)."""
     tasks, gammas, seeds, sizer = _models(task, gamma, seed)
     M = len(tasks)
-    training = TRAINING.complete(training, caller, others=_HOW)
+    training = _bound(training, config, caller)
     width, batch_size, n_test, alpha0 = (
         training[k] for k in ("width", "batch_size", "n_test", "alpha0"))
-    evals = Evaluations(training["steps"], training["eval_every"], training["eval_at"])
+    evals = training.evaluations
     check_choice("path", path, PATHS)
     check_choice("batches", batches, BATCHES)
     backend, module = FAMILY.load(backend)
@@ -569,6 +586,20 @@ def _plan(task, gamma, seed, training, *, backend, dtype, path, batches, caller)
                 backend=backend, module=module, dtype=dtype, paths=paths, alpha0s=alpha0s,
                 scales=scales, lrs=lrs, test_source=test_source, needs=needs,
                 activation=activation)
+
+
+def _bound(training, config, caller):
+    """``caller``'s TRAINING settings, bound once: its keywords ``training`` checked, or
+    ``config`` (``TRAINING.bind``'s) as it is."""
+    if config is None:
+        return TRAINING.bind(training, caller, others=(*_HOW, "config"))
+    if training:
+        raise TypeError(f"{caller}() takes the training settings as keywords or as `config`, "
+                        f"not both; got `config` and {sorted(training)[0]!r}.")
+    if not (isinstance(config, Bound) and config.covers(TRAINING)):
+        raise TypeError(f"`config` must be the training settings bound by "
+                        f"fastsd.params.TRAINING.bind(...); got {config!r:.80}.")
+    return TRAINING.pick(config)
 
 
 def _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
@@ -606,8 +637,11 @@ def _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
 
 
 @TRAINING.keywords
-def memory_needs(task, gamma, seed, *, backend="auto", dtype=None, path="auto", batches="host",
-                 **training):
+def memory_needs(task: Union[Task, Sequence[Task]], gamma: Union[GammaLike, Sequence[GammaLike]],
+                 seed: Union[SeedLike, Sequence[SeedLike]], *, backend: BackendName = "auto",
+                 dtype: DtypeLike = None, path: PathName = "auto",
+                 batches: Literal["host", "device"] = "host",
+                 **training: Unpack[TrainingSettings]) -> List[Need]:
     """What ``train_ensemble`` with these arguments would allocate, checked but not allocated.
 
     Parameters
@@ -727,7 +761,8 @@ def _run_steps(engines, tasks, noise, t, n, batch_size, batches, state, bar):
     return loss, acc
 
 
-def train(task, gamma, *, width, steps, seed=None, **kwargs):
+def train(task: Task, gamma: GammaLike, *, width: int, steps: int, seed: SeedLike = None,
+          **kwargs: Unpack[TrainOptions]) -> TrainResult:
     """Train one centered two-layer ReLU MLP with SGD on binary cross-entropy.
 
     The model is f~(x) = f(x; theta) - f(x; theta(0)) with

@@ -8,7 +8,7 @@ the paper's conventions it applies (the lazy gamma, the symbols' seed) live in
 from dataclasses import asdict, field, fields, make_dataclass
 
 from ..conventions import is_lazy, lazy_gamma, resolve_task_seed
-from ..params import MLP
+from ..params import MLP, TRAINING
 
 
 def settings_key(settings):
@@ -52,7 +52,9 @@ _DOC = """One training run: a ``SameDifferent`` task and an MLP trained on it.
 
 
 def _post_init(self):
-    s = MLP.check({f.name: getattr(self, f.name) for f in fields(self)})
+    bound = MLP.bind({f.name: getattr(self, f.name) for f in fields(self)})
+    object.__setattr__(self, "_training", TRAINING.pick(bound))
+    s = dict(bound)
     if is_lazy(s["gamma"]):
         s["gamma"] = lazy_gamma(s["d"])
     s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], s["d"])
@@ -65,6 +67,13 @@ def _key(self):
     (a field added since the first stored cells left out at its default,
     ``fastsd.params.Spec.keyed``)."""
     return settings_key(MLP.keyed(asdict(self)))
+
+
+def _training(self):
+    """The cell's training settings bound once (``fastsd.params.TRAINING``, a
+    ``fastsd.params.Bound``): ``train_ensemble(..., config=cell.training)`` takes them
+    without checking them again."""
+    return self._training
 
 
 def _ensemble_key(self):
@@ -83,4 +92,5 @@ Cell = make_dataclass(
     + [(n, object, field(default=p.default)) for n, p in MLP.items() if not p.required],
     frozen=True, kw_only=True,
     namespace={"__doc__": _DOC, "__module__": __name__, "__post_init__": _post_init,
-               "key": property(_key), "ensemble_key": _ensemble_key})
+               "key": property(_key), "training": property(_training),
+               "ensemble_key": _ensemble_key})

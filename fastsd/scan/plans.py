@@ -1,12 +1,16 @@
 """A scan's dry run: what ``run`` would compute and what it would take (``plan``,
 ``plan_many``, each grid's ``ScanPlan``), found without running or writing anything."""
 from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import _probe
 from .._threads import cpu_count
+from .._types import BackendName, DtypeLike
 from .._validation import check_float, check_int
+from .grid import Grid
 from .parts import check_distinct_stores, check_run_options, prepare_parts
 from .records import cell_records, check_stored_settings
+from .records import StoreLike
 from .scheduling import lifetimes, pending, predicted_wall, schedule, walltime_of, workers_of
 
 
@@ -50,10 +54,10 @@ class ScanPlan:
     group_sizes: tuple
     group_seconds: tuple
     group_memory: tuple
-    workers: int = None
-    cost_model: str = None
-    busy_cores: float = None
-    walltime: float = None
+    workers: Optional[int] = None
+    cost_model: Optional[str] = None
+    busy_cores: Optional[float] = None
+    walltime: Optional[float] = None
 
     @property
     def remaining(self):
@@ -140,8 +144,9 @@ def wall_now(plans, wall):
     return wall * _slowdown(plans[0].busy_cores, plans[0].workers, groups)
 
 
-def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, workers=None,
-         walltime=None):
+def plan(grid: Grid, predictor: str, store: StoreLike, executor: Any = None, *,
+         backend: BackendName = "auto", dtype: DtypeLike = None, workers: Optional[int] = None,
+         walltime: Optional[float] = None) -> "ScanPlan":
     """What ``run(grid, predictor, store, ...)`` would compute, and its predicted time and memory.
 
     Nothing is run or written: no store, no lock, no binding. The grid is
@@ -181,8 +186,10 @@ def plan(grid, predictor, store, executor=None, *, backend="auto", dtype=None, w
     return plans[0]
 
 
-def plan_many(runs, executor=None, *, backend="auto", dtype=None, workers=None,
-              walltime=None):
+def plan_many(runs: Sequence[Tuple[Grid, str, StoreLike]], executor: Any = None, *,
+              backend: BackendName = "auto", dtype: DtypeLike = None,
+              workers: Optional[int] = None,
+              walltime: Optional[float] = None) -> Tuple[List["ScanPlan"], Optional[float]]:
     """What ``run_many(runs, ...)`` would compute, and its predicted wall time.
 
     As ``plan`` for each ``(grid, predictor, store)``, with the groups split

@@ -771,8 +771,8 @@ def train_cells(cells, *, backend="auto", dtype=None, path="auto", progress=Fals
     tasks = [SameDifferent(c.d, c.L, sigma2=c.sigma2, seed=c.task_seed, root_d=c.root_d)
              for c in cells]
     results = train_ensemble(tasks, [c.gamma for c in cells], [c.seed for c in cells],
-                             **TRAINING.pick(asdict(c0)), backend=backend, dtype=dtype,
-                             path=path, progress=progress)
+                             config=c0.training, backend=backend, dtype=dtype, path=path,
+                             progress=progress)
     # cells of one task seed (and ensemble key) measure on the same inputs
     by_inputs = {}
     for i, c in enumerate(cells):

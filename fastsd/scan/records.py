@@ -3,16 +3,20 @@ fastsd's store is not taken for this one's, and ``load`` as a DataFrame or a Dat
 import importlib.util
 import os
 import warnings
+from typing import Any, Union
 
 from ..store import ResultStore, skipped_lines
 from .predictors import PREDICTORS
+
+#: A scan's store: its path, or the store itself.
+StoreLike = Union[str, "os.PathLike[str]", ResultStore]
 
 #: Record fields that describe a run rather than its result, left out of xarray variables.
 _META = ("key", "predictor", "coords", "settings", "history", "finished_at", "version",
          "backend", "dtype", "path", "task", "init")
 
 
-def as_store(store):
+def as_store(store: StoreLike) -> ResultStore:
     """``store`` as a ``ResultStore`` (a path opens one; a ResultStore is itself)."""
     if isinstance(store, ResultStore):
         return store
@@ -117,7 +121,7 @@ def check_stored_settings(store, pred):
             f"its cells again.")
 
 
-def load(store, *, xarray=False):
+def load(store: StoreLike, *, xarray: bool = False) -> Any:
     """Load a scan's records as a pandas DataFrame or an xarray Dataset.
 
     Parameters
@@ -160,7 +164,7 @@ def load(store, *, xarray=False):
                                 "which does not exist.")
     signature = store.grid_signature()
     pred = PREDICTORS.get(signature["predictor"]) if signature else None
-    first = {}
+    first: dict = {}
     for record in (cell_records(store, pred) if pred is not None else store.load()):
         first.setdefault(record.get("key"), record)
     frame = pd.DataFrame(list(first.values()))

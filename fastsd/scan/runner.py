@@ -5,15 +5,19 @@ import contextlib
 import os
 import time
 import warnings
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .._dispatch import traits
 from .. import _progress, _stop
 from .._json import strict_json
+from .._types import BackendName, DtypeLike
 from .._validation import check_int
 from .executors import submit_groups
+from .grid import Grid
 from .mainguard import workers_unavailable
 from .parts import check_distinct_stores, check_run_options, prepare_parts
 from .records import cell_records, check_stored_settings
+from .records import StoreLike
 from .scheduling import pending, predicted_wall, schedule, walltime_of, workers_of
 
 
@@ -21,8 +25,9 @@ class ScanError(RuntimeError):
     """Some cells of a scan failed; the finished ones are in the store."""
 
 
-def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, threads=None,
-        progress=True):
+def run(grid: Grid, predictor: str, store: StoreLike, executor: Any = None, *,
+        backend: BackendName = "auto", dtype: DtypeLike = None, threads: Optional[int] = None,
+        progress: bool = True) -> List[dict]:
     """Compute every cell of ``grid`` not yet in ``store``, writing each as it finishes.
 
     All cells are validated before anything runs. Cells that can share one
@@ -129,7 +134,9 @@ def run(grid, predictor, store, executor=None, *, backend="auto", dtype=None, th
                     threads=threads, progress=progress)[0]
 
 
-def run_many(runs, executor=None, *, backend="auto", dtype=None, threads=None, progress=True):
+def run_many(runs: Sequence[Tuple[Grid, str, StoreLike]], executor: Any = None, *,
+             backend: BackendName = "auto", dtype: DtypeLike = None,
+             threads: Optional[int] = None, progress: bool = True) -> List[List[dict]]:
     """Run several grids, each into its own store, on one executor: every group of every grid
     in one queue, largest first.
 

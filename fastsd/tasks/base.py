@@ -5,12 +5,14 @@ flags: the symbol task uses 1/(gamma sqrt(d)) and alpha = gamma^2 d alpha0
 (Sec. 2, App. G.1), while image tasks drop the sqrt(d) factor (App. G.3-G.4).
 """
 import math
+from typing import Tuple
 
 import numpy as np
 
 from .._memory import Need, check_fits
 from ..conventions import LAZY_GAMMA_SQRT_D
 from .._rng import tagged_generator
+from .._types import SeedLike
 from .._validation import check_int, check_seed
 
 def balanced_labels(n, rng):
@@ -113,7 +115,7 @@ class Task:
         v = np.where(y == 1.0, u, (u + offset) % self.L)
         return u.astype(np.int32), v.astype(np.int32), y
 
-    def sample_train(self, n, seed=None):
+    def sample_train(self, n: int, seed: SeedLike = None) -> Tuple[np.ndarray, np.ndarray]:
         """Draw n balanced training pairs over the L training items, in shuffled order.
 
         Parameters
@@ -139,7 +141,7 @@ class Task:
         u, v, y = u[perm], v[perm], y[perm]
         return self.training_inputs(u, v, rng), y
 
-    def sample_test(self, n, seed=None):
+    def sample_test(self, n: int, seed: SeedLike = None) -> Tuple[np.ndarray, np.ndarray]:
         """Draw n balanced test pairs from items outside the training set, in shuffled order.
 
         Symbol tasks draw fresh symbols s ~ N(0, I/d) for every pair; visual
@@ -185,7 +187,7 @@ class Task:
         """
         return None
 
-    def lazy_gamma(self):
+    def lazy_gamma(self) -> float:
         """Return the paper's "gamma ~ 0" for this task, what gamma="lazy" means.
 
         1e-5/sqrt(D) with D = ``scale_dim``: 1e-5 for the image tasks, which
@@ -206,11 +208,11 @@ class Task:
         check_fits([Need(24 * n * self.input_dim, f"the pairs ({n} x {self.input_dim} inputs, "
                          f"float64, with their items)", "n", n)])
 
-    def output_scale(self, gamma):
+    def output_scale(self, gamma: float) -> float:
         """Return the factor 1/(gamma sqrt(scale_dim)) in front of the readout sum (Eq. 1)."""
         return 1.0 / (gamma * math.sqrt(self.scale_dim))
 
-    def learning_rate(self, gamma, alpha0):
+    def learning_rate(self, gamma: float, alpha0: float) -> float:
         """Return the SGD step size of App. G.1.
 
         alpha = gamma^2 D alpha0 for gamma <= 1 and gamma sqrt(D) alpha0 for

@@ -5,6 +5,8 @@ of the 12 free pentominoes, plus the mirror image (``np.fliplr``) of every
 template whose mirror is not one of its rotations. Every orientation of a
 piece is ``np.rot90`` of its template, re-centred in a 5 x 5 box.
 """
+from typing import Optional, Union
+
 import numpy as np
 
 from .._validation import check_float, check_int
@@ -158,7 +160,8 @@ class Pentomino(GridTask):
     ((64, 196), 32)
     """
 
-    def __init__(self, width=2, n_train_shapes=None, blur=0.5, seed=None, random_blur=True):
+    def __init__(self, width: int = 2, n_train_shapes: Optional[int] = None, blur: float = 0.5,
+                 seed: Union[int, np.random.SeedSequence, None] = None, random_blur: bool = True):
         width = check_int("width", width, minimum=2)
         n_pieces = len(PIECE_NAMES)
         n_train = self._check_n_train(

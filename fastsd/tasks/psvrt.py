@@ -1,4 +1,6 @@
 """PSVRT: same-different on random bit-patterns, same up to translation (Sec. 4.1, App. G.3)."""
+from typing import Optional, Union
+
 import numpy as np
 
 from .._memory import Need, check_fits
@@ -92,7 +94,8 @@ class PSVRT(GridTask):
     ((128, 625), 64)
     """
 
-    def __init__(self, patch=5, n_patches=5, n_train_patterns=None, seed=None):
+    def __init__(self, patch: int = 5, n_patches: int = 5, n_train_patterns: Optional[int] = None,
+                 seed: Union[int, np.random.SeedSequence, None] = None):
         patch = check_int("patch", patch, minimum=2, maximum=MAX_PATCH)
         n_patches = check_int("n_patches", n_patches, minimum=2)
         self.n_codes = 2 ** (patch * patch)

@@ -1,8 +1,10 @@
 """The same-different task on Gaussian symbols (Sec. 2, App. G.2)."""
 import hashlib
 import math
+from typing import Optional, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._memory import check_fits, need
 from .._philox import NormalStream
@@ -71,7 +73,8 @@ class SameDifferent(Task):
 
     default_alpha0 = 0.1
 
-    def __init__(self, d, L, sigma2=0.0, seed=None, root_d=True):
+    def __init__(self, d: int, L: int, sigma2: float = 0.0,
+                 seed: Union[int, np.random.SeedSequence, None] = None, root_d: bool = True):
         self._setup(d, L, sigma2, root_d)
         check_seed("seed", seed)
         if isinstance(seed, np.random.Generator):
@@ -83,7 +86,7 @@ class SameDifferent(Task):
         self.seed_entropy = ss.entropy
         self.symbols = (tagged_generator(ss, "symbols").standard_normal((self.L, self.d))
                         / np.sqrt(self.d))
-        self.symbols_sha256 = None
+        self.symbols_sha256: Optional[str] = None
 
     def _setup(self, d, L, sigma2, root_d):
         """Validate and set everything but the symbols and their seed."""
@@ -96,7 +99,8 @@ class SameDifferent(Task):
         self.noise_std = math.sqrt(self.sigma2 / self.d)
 
     @classmethod
-    def from_symbols(cls, symbols, sigma2=0.0, root_d=True):
+    def from_symbols(cls, symbols: ArrayLike, sigma2: float = 0.0,
+                     root_d: bool = True) -> "SameDifferent":
         """The task on given training symbols (orthonormal, clustered, embeddings, ...).
 
         Everything else is as for drawn symbols: training pairs are built from
@@ -162,7 +166,7 @@ class SameDifferent(Task):
         task.symbols_sha256 = hashlib.sha256(task.symbols.tobytes()).hexdigest()
         return task
 
-    def lazy_gamma(self):
+    def lazy_gamma(self) -> float:
         """Return the paper's "gamma ~ 0", 1e-5/sqrt(d) (Sec. 2), what gamma="lazy" means.
 
         The same with ``root_d=False``, as in the scans (``fastsd.scan.lazy_gamma``).

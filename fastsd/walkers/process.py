@@ -1,5 +1,6 @@
 """The walker ensemble of App. C.3: public entry point and result."""
 import time
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -8,6 +9,7 @@ from .. import __version__, _threads
 from .._calls import Spans
 from .._dispatch import FAMILIES
 from .._rng import recorded_seed, seed_sequence
+from .._types import BackendName, SeedLike
 from .._validation import check_int, check_seed, fail
 from ..params import WALKERS
 from . import _reference
@@ -155,8 +157,9 @@ def _needs(module, L, batch_size, n_walkers):
 
 
 @_threads.computing
-def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backend="auto",
-             walker_offset=0):
+def simulate(L: int, batch_size: int, n_iters: int, readout: int = 1, n_walkers: int = 100,
+             seed: SeedLike = None, backend: BackendName = "auto",
+             walker_offset: int = 0) -> "WalkerResult":
     """Run an ensemble of independent sign-update Markov processes (App. C.3).
 
     Each walker is one hidden unit in the symbol basis, with state omega1,
@@ -234,7 +237,7 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
     check_fits(_needs(module, L, batch_size, n_walkers))
 
     start = time.perf_counter()
-    out = None
+    out: Any = None         # the state, then the arrays of WalkerResult
     for s, e in Spans().over(0, n_iters):       # bounded calls: a signal is handled promptly
         out = module.simulate(seed64, walker_offset, n_walkers, L, batch_size, e - s, readout,
                               start=s, state=out)
@@ -242,4 +245,5 @@ def simulate(L, batch_size, n_iters, readout=1, n_walkers=100, seed=None, backen
     config = dict(L=L, batch_size=batch_size, n_iters=n_iters, readout=readout,
                   n_walkers=n_walkers, walker_offset=walker_offset, seed=recorded,
                   backend=backend, version=__version__)
-    return WalkerResult(*out, config=config, wall_time=wall)
+    omega1, omega2, counts, active = out
+    return WalkerResult(omega1, omega2, counts, active, config=config, wall_time=wall)
