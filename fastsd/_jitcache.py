@@ -154,13 +154,20 @@ def njit(*args, **options):
         return njit(**options)(args[0])
 
     def decorate(fn):
-        before = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = _dir_of(inspect.getsourcefile(fn))
-        try:
-            return numba.njit(cache=True, **options)(fn)
-        finally:
-            numba.config.CACHE_DIR = before
+        return _cached(fn, _dir_of(inspect.getsourcefile(fn)), options)
     return decorate
+
+
+def _cached(fn, folder, options):
+    """``numba.njit(cache=True, **options)(fn)`` with its cache in ``folder``: Numba's cache
+    setting is held while ``fn`` is decorated, then restored (a user's own kernels keep
+    theirs)."""
+    before = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = folder
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    finally:
+        numba.config.CACHE_DIR = before
 
 
 def instantiate(templates, namespace, bindings, variant):
@@ -206,12 +213,8 @@ def instantiate(templates, namespace, bindings, variant):
         if variant is None:
             compiled = numba.njit(**options)(f)
         else:
-            before = numba.config.CACHE_DIR
-            numba.config.CACHE_DIR = os.path.join(_dir_of(inspect.getsourcefile(fn)), variant)
-            try:
-                compiled = numba.njit(cache=True, **options)(f)
-            finally:
-                numba.config.CACHE_DIR = before
+            compiled = _cached(f, os.path.join(_dir_of(inspect.getsourcefile(fn)), variant),
+                               options)
         scope[fn.__name__] = out[fn.__name__] = compiled
     return out
 

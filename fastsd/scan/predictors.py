@@ -29,10 +29,21 @@ from .. import __version__
 from .._dispatch import traits
 from .._json import strict_json
 from .._validation import check_choice, check_int
-from ..conventions import LAZY_GAMMA_SQRT_D, is_lazy, resolve_task_seed
+from ..conventions import is_lazy, resolve_task_seed
 from ..params import (BAYES, LAZY_LIMIT, MAX_MARGIN, MLP, TRAINING, WALKERS, WEIGHT_IMAGES,
                       WEIGHT_STRUCTURE)
+from ..tasks import TASKS
 from .cells import Cell, settings_key
+
+
+def visual_tasks():
+    """The tasks "mlp_image" cells name: ``fastsd.tasks.TASKS``' visual ones."""
+    return {name: e for name, e in TASKS.items() if e.visual}
+
+
+def _task_settings():
+    """The visual tasks' own settings (a cell holds them all, the other tasks' as None)."""
+    return tuple(n for e in visual_tasks().values() for n in e.settings)
 
 
 class Predictor:
@@ -218,12 +229,15 @@ class MLPPredictor(_TrainsEnsembles):
 class MLPImagePredictor(_TrainsEnsembles):
     """Finite-width MLPs on the visual tasks (Sec. 4): PSVRT and Pentomino, ``train_ensemble``.
 
-    Settings: ``task`` ("psvrt" or "pentomino"), L (training bit-patterns or
-    shapes), gamma (``"lazy"`` is 1e-5: image tasks have no sqrt(d) factor,
-    App. G.3-G.4), seed, width, steps and the other training settings of
-    "mlp"; for PSVRT ``patch`` and ``n_patches`` (image side in patches), for
+    Settings: ``task`` (a visual task of ``fastsd.tasks.TASKS``: "psvrt",
+    "pentomino", or one registered in a file of its own), L (training
+    bit-patterns or shapes), gamma (``"lazy"`` is the task's ``lazy_gamma()``: 1e-5
+    on the image tasks, which have no sqrt(d) factor, App. G.3-G.4), seed, width,
+    steps and the other training
+    settings of "mlp"; the task's own settings, at its registered defaults:
+    for PSVRT ``patch`` and ``n_patches`` (image side in patches), for
     Pentomino ``image_width`` (image side in 7 x 7 cells) and ``blur``. The
-    settings of the other task are None. ``task_seed`` (the training items)
+    settings of the other tasks are None. ``task_seed`` (the training items)
     defaults to one derived from (seed, L). Cells that differ only in gamma
     and the seeds train as one ensemble.
     """
@@ -233,44 +247,48 @@ class MLPImagePredictor(_TrainsEnsembles):
     splittable = True       # train_ensemble: a model's numbers are its own
     required = ("task", "L", "gamma", "width", "steps")
     _SHARED = ("L", "gamma", "seed", *TRAINING, "task_seed")    # declared in fastsd.params.MLP
-    defaults = {**MLP.defaults(_SHARED), "patch": None, "n_patches": None,
-                "image_width": None, "blur": None}
-    _TASK_DEFAULTS = {"psvrt": {"patch": 5, "n_patches": 5},
-                      "pentomino": {"image_width": 2, "blur": 0.5}}
+    #: The training settings' defaults (``fastsd.params.MLP``) and every visual task's
+    #: settings, None (the cell's own task fills in its defaults).
+    defaults = {**MLP.defaults(_SHARED), **dict.fromkeys(_task_settings())}
+
+    #: The task settings every cell's key named from the start (PSVRT's and Pentomino's):
+    #: a task registered since keys its settings only in its own cells, so that every stored
+    #: key stays as it is.
+    _ALWAYS_KEYED = ("patch", "n_patches", "image_width", "blur")
 
     def key(self, settings):
         """As ``Predictor.key``, by the training settings' spec (``fastsd.params.MLP``): a
         training setting added later is left out at its default; the task's own settings
-        are always keyed."""
-        return settings_key(MLP.keyed(settings))
+        are always keyed (another task's, None, only where ``_ALWAYS_KEYED``)."""
+        return settings_key(MLP.keyed({k: v for k, v in settings.items() if v is not None
+                                       or k not in _task_settings()
+                                       or k in self._ALWAYS_KEYED}))
 
     def validate(self, settings):
         s = dict(settings)
-        task = check_choice("task", s["task"], tuple(self._TASK_DEFAULTS))
-        for name, default in self._TASK_DEFAULTS[task].items():
+        tasks = visual_tasks()
+        task = check_choice("task", s["task"], tuple(tasks))
+        for name, default in tasks[task].settings.items():
             s[name] = default if s[name] is None else s[name]
-        for other, names in self._TASK_DEFAULTS.items():
-            for name in names:
-                if other != task and s[name] is not None:
+        for other in tasks.values():
+            for name in other.settings:
+                if other.name != task and s[name] is not None:
                     raise ValueError(f"`{name}` must be None (it is a setting of task "
-                                     f"{other!r}) with task {task!r}; got {s[name]!r}.")
+                                     f"{other.name!r}) with task {task!r}; got {s[name]!r}.")
         s.update(MLP.check({k: s[k] for k in self._SHARED}))
-        if is_lazy(s["gamma"]):
-            s["gamma"] = LAZY_GAMMA_SQRT_D      # = the image task's lazy_gamma()
         s["task_seed"] = resolve_task_seed(s["task_seed"], s["seed"], s["L"], 0)
-        self.make_task(s)           # the task checks its own settings (counts, sizes)
+        task = self.make_task(s)    # the task checks its own settings (counts, sizes)
+        if is_lazy(s["gamma"]):
+            s["gamma"] = task.lazy_gamma()      # 1e-5 on an image task (App. G.3-G.4)
         return s
 
     @staticmethod
     def make_task(s):
-        """Return the task of prepared settings ``s``."""
-        from ..tasks import PSVRT, Pentomino
+        """Return the task of prepared settings ``s`` (``fastsd.tasks.make_task``)."""
+        from ..tasks import make_task
 
-        if s["task"] == "psvrt":
-            return PSVRT(patch=s["patch"], n_patches=s["n_patches"], n_train_patterns=s["L"],
-                         seed=s["task_seed"])
-        return Pentomino(width=s["image_width"], n_train_shapes=s["L"], blur=s["blur"],
-                         seed=s["task_seed"])
+        return make_task(s["task"], s["L"], s["task_seed"],
+                         **{n: s[n] for n in visual_tasks()[s["task"]].settings})
 
     def group_key(self, settings, backend="cpu"):
         """Cells that differ only in gamma and the seeds; off the GPU, only in gamma.
@@ -290,10 +308,9 @@ class MLPImagePredictor(_TrainsEnsembles):
         calibration's images, the sparse path by the pixels of an image that it multiplies,
         ``task.sparse_entries()``, of the task's geometry, as "images" or "stamps")."""
         s = group[0]
-        side = s["patch"] * s["n_patches"] if s["task"] == "psvrt" else 7 * s["image_width"]
-        entries, inputs = _image_entries(s["task"], s.get("patch"), s.get("n_patches"),
-                                         s.get("image_width"), s.get("blur"), s["L"])
-        return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=side * side,
+        own = tuple((n, s[n]) for n in visual_tasks()[s["task"]].settings)
+        input_dim, entries, inputs = _task_geometry(s["task"], own, s["L"])
+        return _ensemble_seconds(group, backend, dtype, L=s["L"], input_dim=input_dim,
                                  inputs=inputs, entries=entries)
 
     def memory(self, group, backend="cpu", dtype=None):
@@ -311,9 +328,8 @@ class MLPImagePredictor(_TrainsEnsembles):
         tasks = [self.make_task(s) for s in group]
         results = train_ensemble(tasks, [s["gamma"] for s in group], [s["seed"] for s in group],
                                  **TRAINING.pick(s0), backend=backend, dtype=dtype)
-        return [dict(r.to_record(), **{k: s[k] for k in ("task", "patch", "n_patches",
-                                                        "image_width", "blur", "task_seed")},
-                     task_class=type(t).__name__)
+        names = ("task", *_task_settings(), "task_seed")
+        return [dict(r.to_record(), **{k: s[k] for k in names}, task_class=type(t).__name__)
                 for s, r, t in zip(group, results, tasks)]
 
 
@@ -351,14 +367,18 @@ def _module_engines(backend):
 
 
 @functools.lru_cache(maxsize=None)
-def _image_entries(task, patch, n_patches, image_width, blur, L):
-    """(the sparse path's pixels of a training image, its cost model's ``inputs``) of the
-    task's geometry (its seed-0 task)."""
+def _task_geometry(task, own, L):
+    """(input dimension, the sparse path's pixels of a training input or None, the cost
+    model's ``inputs``) of a registered task with its own settings ``own`` ((name, value)
+    pairs): those of its seed-0 task. Inputs mostly zeros (the images) are "images" or
+    "stamps"; in the span of the symbols, "symbols"; else "noise" (dense)."""
     from ..mlp.prices import image_inputs
+    from ..tasks import make_task
 
-    t = MLPImagePredictor.make_task(dict(task=task, patch=patch, n_patches=n_patches,
-                                         image_width=image_width, blur=blur, L=L, task_seed=0))
-    return t.sparse_entries(), image_inputs(t)
+    t = make_task(task, L, 0, **dict(own))
+    if t.has_sparse_inputs:
+        return t.input_dim, t.sparse_entries(), image_inputs(t)
+    return t.input_dim, None, "symbols" if t.has_symbol_basis else "noise"
 
 
 def _mlp_cost_model(backend, dtype):

@@ -1,8 +1,12 @@
 """Same-different tasks: Gaussian symbols and the visual tasks of Sec. 4."""
 from .base import Task
 from .cifar import CifarPairs, vgg16_features
+from .registry import TASKS, discover, make_task, register_task
+from .psvrt import PSVRT                # registered first: Sec. 4's order, the cells' choices
 from .pentomino import Pentomino
-from .psvrt import PSVRT
 from .symbols import SameDifferent
 
-__all__ = ["Task", "SameDifferent", "PSVRT", "Pentomino", "CifarPairs", "vgg16_features"]
+discover()          # a task in a file of its own registers itself (fastsd.tasks.registry)
+
+__all__ = ["Task", "SameDifferent", "PSVRT", "Pentomino", "CifarPairs", "TASKS", "make_task",
+           "register_task", "vgg16_features"]

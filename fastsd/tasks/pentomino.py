@@ -11,6 +11,7 @@ import numpy as np
 
 from .._validation import check_float, check_int
 from ._images import GridTask, distinct_partner
+from .registry import register_task
 
 #: One template per free pentomino (Golomb's letters), '#' a unit square.
 FREE_TEMPLATES = {
@@ -207,3 +208,8 @@ class Pentomino(GridTask):
         a = rng.integers(0, k, size=y.shape[0])
         b = distinct_partner(a, y, k, rng)
         return self._render(self.test_pieces[a], self.test_pieces[b], rng)
+
+
+register_task("pentomino", {"image_width": 2, "blur": 0.5},
+              lambda L, task_seed, image_width, blur: Pentomino(
+                  width=image_width, n_train_shapes=L, blur=blur, seed=task_seed))

@@ -6,6 +6,7 @@ import numpy as np
 from .._memory import Need, check_fits
 from .._validation import check_int
 from ._images import GridTask, distinct_partner
+from .registry import register_task
 
 #: Patterns are indexed by integers of patch^2 bits, which must fit an int64.
 MAX_PATCH = 7
@@ -135,3 +136,8 @@ class PSVRT(GridTask):
         p1 = codes_to_patterns(self.test_codes(a), self.patch)
         p2 = codes_to_patterns(self.test_codes(b), self.patch)
         return self.place_stamps(p1, p2, rng)
+
+
+register_task("psvrt", {"patch": 5, "n_patches": 5},
+              lambda L, task_seed, patch, n_patches: PSVRT(
+                  patch=patch, n_patches=n_patches, n_train_patterns=L, seed=task_seed))

@@ -13,6 +13,7 @@ from .._validation import check_array, check_seed
 from ..conventions import LAZY_GAMMA_SQRT_D
 from ..params import MLP
 from .base import Task
+from .registry import register_task
 
 
 class SameDifferent(Task):
@@ -210,3 +211,8 @@ class SameDifferent(Task):
         s2 = rng.standard_normal((n, self.d)) / np.sqrt(self.d)
         s2 = np.where(y[:, None] == 1.0, s1, s2)
         return self._pairs_to_x(s1, s2, rng)
+
+
+register_task("symbols", {"d": None, "sigma2": 0.0, "root_d": True},
+              lambda L, task_seed, d, sigma2, root_d: SameDifferent(
+                  d, L, sigma2=sigma2, seed=task_seed, root_d=root_d), visual=False)
