@@ -27,8 +27,18 @@ from .schedules import Evaluations
 
 #: A decorated function's type (``Spec.keywords`` keeps it).
 F = TypeVar("F", bound=Callable[..., Any])
+class _Required:
+    """The type of ``REQUIRED``: one object, pickled and copied as itself."""
+
+    def __repr__(self):
+        return "REQUIRED"
+
+    def __reduce__(self):
+        return "REQUIRED"
+
+
 #: The default of a setting that must be given.
-REQUIRED = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+REQUIRED = _Required()
 #: The kinds a declaration may name by a string (``fastsd.constraints.BY_KIND``).
 KINDS = tuple(constraints.BY_KIND)
 
@@ -197,6 +207,8 @@ class Bound(Mapping):
         return len(self._values)
 
     def __getattr__(self, name):
+        if name.startswith("_"):        # not a setting (copy and pickle probe such names)
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
@@ -206,6 +218,11 @@ class Bound(Mapping):
     def __setattr__(self, name, value):
         raise AttributeError(f"settings bound by Spec.bind are read-only; got a write to "
                              f"{name!r}")
+
+    def __reduce__(self):
+        # pickled and copied as its parts (a copy's spec is no longer this spec's very
+        # objects, so a spec that meets the copy checks its settings again)
+        return Bound, (self.spec, self._values, self.evaluations)
 
     def __repr__(self):
         return "Bound(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"

@@ -163,3 +163,22 @@ def test_config_is_refused_beside_keywords_or_unbound():
         train_ensemble(task, 1.0, 0, backend="numpy", config=bound, width=8)
     with pytest.raises(TypeError, match="`config` must be the training settings bound"):
         train_ensemble(task, 1.0, 0, backend="numpy", config=dict(bound))
+    import pickle
+
+    cell = pickle.loads(pickle.dumps(MLP.bind(dict(d=4, L=3, gamma=1.0, width=8, steps=2),
+                                              caller="Cell")))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'L'"):
+        train_ensemble(task, 1.0, 0, backend="numpy", config=cell)  # a copy: checked again
+
+
+def test_a_cell_pickled_or_copied_keeps_its_settings_and_trains_the_same():
+    import copy
+    import pickle
+
+    cell = Cell(d=4, L=3, gamma=1.0, width=8, steps=12, eval_every=6, eval_at="log", n_test=16)
+    for twin in (pickle.loads(pickle.dumps(cell)), copy.deepcopy(cell)):
+        assert twin == cell and twin.key == cell.key
+        assert dict(twin.training) == dict(cell.training)
+        [a], [b] = train_cells([cell], backend="numpy"), train_cells([twin], backend="numpy")
+        assert {k: v for k, v in a.items() if k != "wall_time"} == \
+            {k: v for k, v in b.items() if k != "wall_time"}

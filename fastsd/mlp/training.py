@@ -419,7 +419,7 @@ def train_ensemble(task: Union[Task, Sequence[Task]],
     config : fastsd.params.Bound, optional
         The training settings above bound once (``fastsd.params.TRAINING.bind``, or a
         ``fastsd.scan.Cell``'s ``training``), in place of their keywords: taken as they
-        are, not checked again.
+        are, not checked again (a copy, as a pickled one, is checked again).
 
     Returns
     -------
@@ -596,10 +596,11 @@ def _bound(training, config, caller):
     if training:
         raise TypeError(f"{caller}() takes the training settings as keywords or as `config`, "
                         f"not both; got `config` and {sorted(training)[0]!r}.")
-    if not (isinstance(config, Bound) and config.covers(TRAINING)):
+    if not isinstance(config, Bound):
         raise TypeError(f"`config` must be the training settings bound by "
                         f"fastsd.params.TRAINING.bind(...); got {config!r:.80}.")
-    return TRAINING.pick(config)
+    # as it is where TRAINING bound it; checked again where it did not (a pickled copy)
+    return TRAINING.bind(config, caller, others=(*_HOW, "config"))
 
 
 def _check_representable(tasks, gammas, alpha0s, scales, lrs, dtype):
