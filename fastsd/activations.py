@@ -27,6 +27,7 @@ every sigma; for ReLU this is relu(w_i.x) exactly (degree-1 homogeneity), the fo
 paper's network and every stored record use. The output scale 1/(gamma sqrt(d)) (Eq. 1)
 multiplies the tangent kernel by 1/(gamma^2 d), as for ReLU.
 """
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -124,14 +125,25 @@ class Activation:
         """d unit / dh = sigma'(sqrt(m) h) of an (..., m) float64 array, as ``unit``."""
         return self.derivative(h if self.homogeneous else math.sqrt(h.shape[-1]) * h)
 
-    def kernels_from_gram(self, dot, nx2, ny2, points=QUADRATURE_POINTS):
+    def kernels_from_gram(self, dot, nx2, ny2, points=QUADRATURE_POINTS, table=None):
         """(k0, k1) from x.y and the squared norms (float64 arrays that broadcast); closed
-        forms, else ``hermite_series`` (its coefficients on ``points`` nodes)."""
+        forms, else ``hermite_series`` (its coefficients on ``points`` nodes, kept in
+        ``table`` where given: ``series_table``)."""
         if self.closed is not None:
             dot, nx2, ny2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
                                                   for a in (dot, nx2, ny2)))
             return self.closed(dot, nx2, ny2)
-        return hermite_series(self, dot, nx2, ny2, points=points)
+        return hermite_series(self, dot, nx2, ny2, points=points, table=table)
+
+    def series_table(self, points=QUADRATURE_POINTS):
+        """A ``fastsd._mehler.SeriesTable`` for ``kernels_from_gram``'s series (its
+        coefficients kept between calls, each norm's computed once); None for a closed
+        form."""
+        if self.closed is not None:
+            return None
+        from ._mehler import SeriesTable
+
+        return SeriesTable(self, SERIES_TERMS, points, _adaptive_coefficients)
 
     def kernels(self, X, Y, points=QUADRATURE_POINTS):
         """k0, k1 and ntk = (x.y) k0 + k1 between the rows of X (n, p) and Y (k, p); each
@@ -201,7 +213,8 @@ def gauss_hermite(act, dot, nx2, ny2, points=QUADRATURE_POINTS):
     return k0.reshape(dot.shape), k1.reshape(dot.shape)
 
 
-def hermite_series(act, dot, nx2, ny2, terms=SERIES_TERMS, points=QUADRATURE_POINTS):
+def hermite_series(act, dot, nx2, ny2, terms=SERIES_TERMS, points=QUADRATURE_POINTS,
+                   table=None):
     """(k0, k1) of ``act`` by the Hermite (Mehler) series of the Gaussian pair's expectations.
 
     With h_n the normalised probabilists' Hermite polynomials (E[h_n(z) h_k(z)] = [n = k])
@@ -210,53 +223,55 @@ def hermite_series(act, dot, nx2, ny2, terms=SERIES_TERMS, points=QUADRATURE_POI
         E[f(|x| z1) g(|y| (rho z1 + sqrt(1 - rho^2) z2))] = sum_n rho^n F_n(|x|) G_n(|y|),
         F_n(s) = E[f(s z) h_n(z)],
 
-    so k1 (f = g = sigma) and k0 (sigma') are sums of ``terms`` + 1 products of
+    so k1 (f = g = sigma) and k0 (sigma') are sums of at most ``terms`` + 1 products of
     coefficients, each a one-dimensional Gauss-Hermite sum on ``4 * points`` nodes, once a
-    distinct norm: O(terms) an entry where ``gauss_hermite`` takes O(points^2). The
-    remainder of an entry is at most |rho|^(terms + 1) sqrt(R(|x|) R(|y|)), R(s) =
-    E[f(s z)^2] - sum_n F_n(s)^2 (Cauchy-Schwarz); where that bound exceeds ``SERIES_TOL``
-    (1 + |x||y|) (pairs at |rho| near 1, whose series converge slowest), the entry is
-    ``gauss_hermite``'s; at rho = +-1 (to rounding) it is always a one-dimensional sum's. The coefficients on ``3 * points`` nodes check them, as
-    ``gauss_hermite``'s check.
-    Other arguments as ``Activation.kernels_from_gram``.
+    distinct norm (``fastsd._mehler.SeriesTable``): O(terms) an entry at most where
+    ``gauss_hermite`` takes O(points^2). The remainder after term n is at most
+    |rho|^(n + 1) sqrt(R_n(|x|) R_n(|y|)), R_n(s) = E[f(s z)^2] - sum_{j <= n} F_j(s)^2
+    (Cauchy-Schwarz): an entry's sum stops once that is below rounding
+    (``fastsd._mehler.STOP_TOL``), and where it still exceeds ``SERIES_TOL`` (1 + |x||y|)
+    after every term (pairs at |rho| near 1, whose series converge slowest) the entry is
+    ``gauss_hermite``'s; at rho = +-1 (to rounding) it is always a one-dimensional sum's.
+    The coefficients on ``3 * points`` nodes check them, as ``gauss_hermite``'s check. Each
+    entry depends on its own (x.y, |x|, |y|) only: not on the other entries of the call nor
+    on the thread count.
+    Other arguments as ``Activation.kernels_from_gram``; ``table``, a
+    ``fastsd._mehler.SeriesTable`` of ``act``, ``terms`` and ``points`` to keep the
+    coefficients in between calls (a new one by default).
 
     Raises
     ------
     ValueError
-        Naming ``points``, where the coefficients on fewer nodes move by more than
+        Naming ``points``, where the coefficients of a norm on fewer nodes move by more than
         ``COEFFICIENT_TOL`` E[f(|x| z)^2]^1/2 (in the 2-norm over n) even on 8 times
-        ``points`` (the nodes are doubled until they hold: the norm too large for them;
+        ``points`` (a norm's nodes are doubled until they hold: the norm too large for them;
         tanh's at |x|^2 = 2 hold on 128 points, at |x|^2 up to 23 on 512), or as
         ``gauss_hermite`` for the entries it gives; naming ``terms`` for fewer than 1.
     """
+    from ._mehler import COLLINEAR, FAR, SeriesTable
+
     terms = check_int("terms", terms, 1)
     points = check_int("points", points, 8)
-    dot, nx2, ny2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
-                                          for a in (dot, nx2, ny2)))
-    nx, ny = np.sqrt(nx2).reshape(-1), np.sqrt(ny2).reshape(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = np.clip(np.where(nx * ny > 0, dot.reshape(-1) / (nx * ny), 0.0), -1.0, 1.0)
-    norms, index = np.unique(np.concatenate([nx, ny]), return_inverse=True)
-    ix, iy = index[:nx.size], index[nx.size:]
-    out = []
-    for f in (act.derivative, act):
-        coef, rest = _adaptive_coefficients(act, f, norms, terms, points)
-        k = np.zeros(rho.size)
-        for n in range(terms, -1, -1):                  # Horner's rule in rho
-            k = k * rho + coef[ix, n] * coef[iy, n]
-        out.append((k, np.abs(rho) ** (terms + 1) * np.sqrt(rest[ix] * rest[iy])))
-    (k0, b0), (k1, b1) = out
-    far = np.maximum(b0, b1) > SERIES_TOL * (1.0 + nx * ny)
-    # rho = +-1 to rounding (a pair with itself: |x||y| rounds apart from x.x): v = +-(|y|/|x|) u,
-    # a one-dimensional sum, off by the rounding of rho times the kernels' slope
-    line = np.abs(rho) >= 1.0 - 4 * np.finfo(float).eps
-    if line.any():
-        k0[line], k1[line] = _collinear(act, nx[line], ny[line] * np.sign(rho[line]), points)
-    far &= ~line
+    if table is None:
+        table = SeriesTable(act, terms, points, _adaptive_coefficients)
+    dot, nx2, ny2 = (np.asarray(a, dtype=np.float64) for a in (dot, nx2, ny2))
+    shape = np.broadcast_shapes(dot.shape, nx2.shape, ny2.shape)
+    ir, ic = table.rows(np.sqrt(nx2), np.sqrt(ny2))
+
+    def flat(a):        # (rows, columns): the entries' own shape when 2-d
+        return np.broadcast_to(a, shape).reshape(-1, shape[-1] if shape else 1)
+
+    dot2, ir2, ic2 = flat(dot), flat(ir), flat(ic)
+    k0, k1, state = table.entries(dot2, ir2, ic2, SERIES_TOL)
+    line = state == COLLINEAR
+    if line.any():  # a pair with itself: v = +-(|y|/|x|) u, a one-dimensional sum
+        nx, ny = table.norms[ir2[line]], table.norms[ic2[line]]
+        k0[line], k1[line] = _collinear(act, nx, ny * np.sign(dot2[line]), points)
+    far = state == FAR
     if far.any():
-        k0[far], k1[far] = gauss_hermite(act, dot.reshape(-1)[far], nx2.reshape(-1)[far],
-                                         ny2.reshape(-1)[far], points)
-    return k0.reshape(dot.shape), k1.reshape(dot.shape)
+        k0[far], k1[far] = gauss_hermite(act, dot2[far], flat(nx2)[far], flat(ny2)[far],
+                                         points)
+    return k0.reshape(shape), k1.reshape(shape)
 
 
 def _collinear(act, a, b, points):
@@ -276,44 +291,67 @@ _MOST_DOUBLINGS = 3
 
 
 def _adaptive_coefficients(act, f, norms, terms, points):
-    """``_hermite_coefficients`` on ``points``, else on twice as many, ... up to
-    ``2 ** _MOST_DOUBLINGS`` times; a ValueError naming ``points`` where none holds."""
+    """Each norm's ``_hermite_coefficients`` on ``points``, else on twice as many, ... up to
+    ``2 ** _MOST_DOUBLINGS`` times (each norm's nodes its own: its coefficients do not depend
+    on the others'); a ValueError naming ``points`` where none holds. Returns (coef (N, T),
+    rest (N, T)), rest[:, n] = R_n (``hermite_series``)."""
+    coef, rest = np.empty((norms.size, terms + 1)), np.empty((norms.size, terms + 1))
+    todo = np.arange(norms.size)
     for k in range(_MOST_DOUBLINGS + 1):
-        coef, rest, moved = _hermite_coefficients(f, norms, terms, points << k)
-        if not moved.size or moved.max() <= COEFFICIENT_TOL:
+        c, r, moved = _hermite_coefficients(f, norms[todo], terms, points << k)
+        held = moved <= COEFFICIENT_TOL
+        coef[todo[held]], rest[todo[held]] = c[held], r[held]
+        todo, moved = todo[~held], moved[~held]
+        if not todo.size:
             return coef, rest
     e = int(np.argmax(np.where(np.isnan(moved), np.inf, moved)))
     q = points << _MOST_DOUBLINGS
     raise ValueError(
         f"`points` {points} are too few for the Hermite coefficients of the {act.name!r} "
-        f"kernels at |x|^2 = {norms[e] ** 2:.4g}, even doubled to {q}: on {4 * q} nodes they "
-        f"moved {moved[e]:.1e} (relative to E[f(|x| z)^2]^1/2) from {3 * q}, above "
+        f"kernels at |x|^2 = {norms[todo[e]] ** 2:.4g}, even doubled to {q}: on {4 * q} nodes "
+        f"they moved {moved[e]:.1e} (relative to E[f(|x| z)^2]^1/2) from {3 * q}, above "
         f"{COEFFICIENT_TOL:g}; give more points (the error falls as they grow and as the "
         f"inputs' norms fall).")
 
 
+@functools.lru_cache(maxsize=16)
+def _hermite_nodes(q, terms):
+    """q probabilists' Gauss-Hermite nodes, their weights (summing to 1) and the normalised
+    Hermite polynomials h_0 .. h_terms at them, (q, terms + 1)."""
+    from scipy.special import roots_hermitenorm     # slow to import: only when used
+
+    z, w = roots_hermitenorm(q)
+    w = w / math.sqrt(2.0 * math.pi)
+    H = np.empty((terms + 1, q))                    # normalised Hermite recursion
+    H[0] = 1.0
+    if terms:
+        H[1] = z
+    for n in range(1, terms):
+        H[n + 1] = (z * H[n] - math.sqrt(n) * H[n - 1]) / math.sqrt(n + 1)
+    HT = np.ascontiguousarray(H.T)
+    for a in (z, w, HT):
+        a.flags.writeable = False
+    return z, w, HT
+
+
 def _hermite_coefficients(f, norms, terms, points):
     """F_n(s) = E[f(s z) h_n(z)], n = 0 .. ``terms``, for each s of ``norms`` (rows), the
-    remainders E[f(s z)^2] - sum_n F_n(s)^2 (>= 0), on ``4 * points`` Gauss-Hermite nodes,
-    and how far they moved from ``3 * points`` nodes (``COEFFICIENT_TOL``'s measure)."""
-    from scipy.special import roots_hermitenorm     # slow to import: only when used
+    rests R_n(s) = E[f(s z)^2] - sum_{j <= n} F_j(s)^2 (>= 0), on ``4 * points``
+    Gauss-Hermite nodes, and how far they moved from ``3 * points`` nodes
+    (``COEFFICIENT_TOL``'s measure). Each row's sums are its own, in a fixed order
+    (``fastsd._mehler.project``)."""
+    from ._mehler import cumulative_rest, project
 
     got = []
     for q in (4 * points, 3 * points):          # one-dimensional sums: cheap, many nodes
-        z, w = roots_hermitenorm(q)
-        w = w / math.sqrt(2.0 * math.pi)
-        H = np.empty((terms + 1, q))                    # normalised Hermite recursion
-        H[0] = 1.0
-        if terms:
-            H[1] = z
-        for n in range(1, terms):
-            H[n + 1] = (z * H[n] - math.sqrt(n) * H[n - 1]) / math.sqrt(n + 1)
-        F = f(norms[:, None] * z[None, :]) * w
-        got.append((F @ H.T, (F * f(norms[:, None] * z[None, :])).sum(axis=1)))
+        z, w, HT = _hermite_nodes(q, terms)
+        coef, square = np.empty((norms.size, terms + 1)), np.empty(norms.size)
+        project(np.ascontiguousarray(f(norms[:, None] * z[None, :])), w, HT, coef, square)
+        got.append((coef, square))
     (coef, square), (check, _) = got
     # an entry moves by at most about |dF| |G| + |F| |dG|, |F| = (E f^2)^1/2 (Cauchy-Schwarz)
     moved = np.sqrt(((coef - check) ** 2).sum(axis=1) / np.maximum(square, 1e-300))
-    return coef, np.maximum(square - (coef * coef).sum(axis=1), 0.0), moved
+    return coef, cumulative_rest(coef, square), moved
 
 
 def _quadrature(act, nx, ny, rho, points):

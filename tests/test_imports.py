@@ -25,7 +25,7 @@ FLOORS = (
      "fastsd._rng", "fastsd._philox", "fastsd._stats", "fastsd._calls", "fastsd._stop",
      "fastsd._progress", "fastsd._blas", "fastsd._jitcache", "fastsd._threads", "fastsd._pricing",
      "fastsd._probe", "fastsd._memory", "fastsd._gemm", "fastsd._dispatch", "fastsd.conventions",
-     "fastsd.store", "fastsd.schedules", "fastsd._arccos", "fastsd.activations",
+     "fastsd.store", "fastsd.schedules", "fastsd._arccos", "fastsd._mehler", "fastsd.activations",
      "fastsd.constraints", "fastsd._types"},
     {"fastsd.params"},
     {"fastsd.tasks", "fastsd.walkers"},
