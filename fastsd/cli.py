@@ -38,17 +38,162 @@ def _add_command(sub, name, summary, description, spec, func, *, json_help, quie
     return p
 
 
+#: The task ``fastsd train`` trains without ``--task``: the symbols of Sec. 2, as a scan's "mlp"
+#: cell (``fastsd.scan.Cell``); every visual task trains as an "mlp_image" cell.
+SYMBOLS = "symbols"
+
+
+def train_tasks():
+    """The tasks ``fastsd train --task`` can name: "symbols" and the visual tasks of
+    ``fastsd.tasks.TASKS`` (those the "mlp_image" predictor trains), in registration order.
+
+    Returns
+    -------
+    dict
+        {name: ``fastsd.tasks.registry.TaskEntry``}, read at the call: a task registered in a
+        file of ``fastsd.tasks`` (or before ``build_parser``) is among them.
+    """
+    from .tasks import TASKS
+
+    return {name: e for name, e in TASKS.items() if e.visual or name == SYMBOLS}
+
+
+def _image_options():
+    """The parameters of ``MLP`` that the "mlp_image" predictor takes (L, gamma, the seeds and
+    the training settings), in ``MLP``'s order; the others (d, sigma2) are the symbols'."""
+    from .scan import get_predictor
+
+    pred = get_predictor("mlp_image")
+    return [n for n in MLP if n in set(pred.required) | set(pred.defaults)]
+
+
+def _symbol_options():
+    """The options of ``fastsd train`` that only the symbol task has: ``MLP``'s settings that
+    "mlp_image" does not take, and --path (the image cells' path is "auto")."""
+    return [n for n in MLP if n not in _image_options() and n != "root_d"] + ["path"]
+
+
+def _type_name(default):
+    """The type a task setting's value is parsed as, from its registered default, in words."""
+    for kind, words in ((bool, "a bool (true or false)"), (int, "an integer"),   # bool: an int
+                        (float, "a number"), (str, "text")):
+        if isinstance(default, kind):
+            return words
+    return "a number or text"
+
+
+def _parse_value(default, text):
+    """``text`` as the type of ``default`` (``_type_name``); ValueError where it is not one."""
+    if isinstance(default, bool):
+        words = {"true": True, "1": True, "yes": True, "on": True,
+                 "false": False, "0": False, "no": False, "off": False}
+        return words[text.strip().lower()]          # KeyError: not a bool
+    if isinstance(default, (int, float, str)):
+        return type(default)(text)
+    for kind in (int, float):                       # a default of None: the likeliest number
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _describe_settings(entry):
+    """A task's own settings in words: "patch=5 (an integer), n_patches=5 (an integer)"."""
+    return ", ".join(f"{k}={v} ({_type_name(v)})" for k, v in entry.settings.items()) or "none"
+
+
+def task_settings(task, given):
+    """Parse ``fastsd train``'s ``--task-setting KEY=VALUE`` options for ``task``.
+
+    Parameters
+    ----------
+    task : str
+        A name of ``train_tasks()``.
+    given : sequence of str or None
+        The options' values, "KEY=VALUE" each; KEY a setting of the task, VALUE parsed as
+        the type of its registered default (int, float, str, or bool: true/false, 1/0,
+        yes/no, on/off; a default of None: an int, else a float, else the text).
+
+    Returns
+    -------
+    dict
+        {setting: value} of the settings given (the task's defaults fill in the others).
+
+    Raises
+    ------
+    ValueError
+        For an option without "=", a KEY that is not the task's setting or given twice, a
+        VALUE not of the setting's type, or any option with task "symbols" (whose settings
+        are --d and --sigma2): one line naming --task-setting, the task, its settings and
+        what was received.
+    """
+    entry = train_tasks()[task]
+    out, texts = {}, {}
+    for text in given or ():
+        if task == SYMBOLS:
+            raise ValueError(f"`--task-setting` is for the settings of a visual task; task "
+                             f"{SYMBOLS!r} takes its own as --d and --sigma2; got {text!r}.")
+        key, eq, value = text.partition("=")
+        key = key.strip()
+        if not eq or key not in entry.settings:
+            raise ValueError(f"`--task-setting` must be KEY=VALUE with KEY a setting of task "
+                             f"{task!r} ({_describe_settings(entry)}); got {text!r}.")
+        if key in out:
+            raise ValueError(f"`--task-setting` must name each setting of task {task!r} once; "
+                             f"got {key!r} twice ({texts[key]!r} and {text!r}).")
+        texts[key] = text
+        default = entry.settings[key]
+        try:
+            out[key] = _parse_value(default, value)
+        except (KeyError, ValueError):
+            raise ValueError(f"`--task-setting {key}` of task {task!r} must be "
+                             f"{_type_name(default)} (default {default!r}); got "
+                             f"{value!r}.") from None
+    return out
+
+
+def _train_epilog(tasks):
+    """``fastsd train --help``'s list of the tasks and their own settings."""
+    parts = [f"{SYMBOLS} (the default: its settings are --d, required, and --sigma2)"
+             if name == SYMBOLS else f"{name}: {_describe_settings(e)}"
+             for name, e in tasks.items()]
+    return ("Tasks (--task) and their own settings with their defaults (--task-setting "
+            "KEY=VALUE): " + "; ".join(parts) + ". A visual task trains as a scan's "
+            "\"mlp_image\" cell (gamma 'lazy' is 1e-5 there, the task's lazy gamma); --d, "
+            "--sigma2 and --path (other than auto) are refused with it.")
+
+
 def _add_train_parser(sub):
-    _add_command(
-        sub, "train", "train one MLP on the same-different task",
-        "Train one centered two-layer ReLU MLP on the same-different task (Sec. 2) and report "
-        "its test accuracy on unseen symbols.", MLP, _cmd_train,
-        names=[n for n in MLP if n != "root_d"],
+    import dataclasses
+
+    tasks = train_tasks()
+    p = _add_command(
+        sub, "train", "train one MLP on a same-different task",
+        "Train one centered two-layer MLP on a same-different task: by default the symbols of "
+        "Sec. 2, or a visual task of Sec. 4 (--task), and report its test accuracy on unseen "
+        "items.", MLP, _cmd_train, names=_image_options(),
         extra=[("--dtype", dict(default=None, help="float32 or float64 (default float32 on "
                                                    "cpu, float64 on numpy)")),
-               ("--path", dict(default="auto", help="auto, dense or symbol (default auto)"))],
+               ("--path", dict(default="auto", help="auto, dense or symbol (default auto; "
+                                                    "the symbol task only)")),
+               ("--task", dict(default=SYMBOLS, choices=tuple(tasks), metavar="NAME",
+                               help=f"the task: {', '.join(tasks)} (default {SYMBOLS}; "
+                                    f"its settings below)")),
+               ("--task-setting", dict(action="append", metavar="KEY=VALUE",
+                                       help="a setting of a visual task, e.g. patch=3 "
+                                            "(repeatable; the others at their defaults)"))],
         quiet_help="no progress bar", json_help="print one JSON record on stdout instead of a "
                                                 "summary")
+    p.epilog = _train_epilog(tasks)
+    own = p.add_argument_group(f"the {SYMBOLS} task's settings (refused with another task)")
+    for name in _symbol_options():
+        if name in MLP:         # --d: required with the symbols, checked by _cmd_train
+            param = MLP[name]
+            if param.required:
+                param = dataclasses.replace(param, default=None, optional=True,
+                                            help=f"{param.help}, required with --task {SYMBOLS}")
+            param.add_argument(own)
 
 
 def _add_reproduce_parser(sub):
@@ -158,9 +303,14 @@ def build_parser():
 
 
 def _cmd_train(args):
+    if args.task != SYMBOLS:
+        return _train_visual(args)
     from .scan import Cell, train_cells
     from .theory import rich_test_accuracy
 
+    task_settings(args.task, args.task_setting)      # refuses any
+    if args.d is None:
+        args._parser.error("the following arguments are required: --d")
     cell = Cell(**{n: getattr(args, n) for n in MLP if n != "root_d"})
     record, = train_cells([cell], backend=args.backend, dtype=args.dtype, path=args.path,
                           progress=not args.quiet)
@@ -170,12 +320,56 @@ def _cmd_train(args):
         return
     print(f"SameDifferent(d={cell.d}, L={cell.L}, sigma2={cell.sigma2:g}), gamma={cell.gamma:g}, "
           f"m={cell.width}, {cell.steps} steps, seed {cell.seed}, task seed {cell.task_seed}")
+    _print_accuracies(record)
+    print(f"  Eq. 3 rich theory    {float(rich_test_accuracy(cell.L)):.4f}")
+    _print_run(record)
+
+
+def _print_accuracies(record):
     print(f"  best test accuracy   {record['best_test_accuracy']:.4f}")
     print(f"  final test accuracy  {record['final_test_accuracy']:.4f}")
     print(f"  final train accuracy {record['history']['train_accuracy'][-1]:.4f}")
-    print(f"  Eq. 3 rich theory    {float(rich_test_accuracy(cell.L)):.4f}")
+
+
+def _print_run(record):
     print(f"  {record['backend']} backend, {record['path']} path, {record['dtype']}, "
           f"{record['wall_time']:.1f} s")
+
+
+def _train_visual(args):
+    """``fastsd train --task NAME`` for a visual task: one "mlp_image" cell."""
+    from .scan import get_predictor
+
+    parser = args._parser
+    for name in _symbol_options():              # given off their defaults
+        if getattr(args, name) != parser.get_default(name):
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"`{flag}` is a setting of task {SYMBOLS!r} only; got {flag} "
+                             f"{getattr(args, name)} with --task {args.task}.")
+    own = task_settings(args.task, args.task_setting)
+    pred = get_predictor("mlp_image")
+    try:
+        settings = pred.prepare({"task": args.task,
+                                 **{n: getattr(args, n) for n in _image_options()}, **own})
+    except (ValueError, TypeError) as exc:      # the task's check names its setting: as given
+        if type(exc) in (ValueError, TypeError):
+            text = str(exc)
+            for key in train_tasks()[args.task].settings:
+                text = text.replace(f"`{key}`", f"`--task-setting {key}`")
+            raise type(exc)(text) from None
+        raise
+    record, = pred.run_group([settings], backend=args.backend, dtype=args.dtype,
+                             progress=not args.quiet)
+    record["key"] = pred.key(settings)
+    if args.json:
+        print(json.dumps(record, sort_keys=True))
+        return
+    named = ", ".join(f"{k}={settings[k]}" for k in train_tasks()[args.task].settings)
+    print(f"{args.task}({named}), L={settings['L']}, gamma={settings['gamma']:g}, "
+          f"m={settings['width']}, {settings['steps']} steps, seed {settings['seed']}, "
+          f"task seed {settings['task_seed']}")
+    _print_accuracies(record)
+    _print_run(record)
 
 
 def _cmd_walkers(args):

@@ -321,13 +321,17 @@ class MLPImagePredictor(_TrainsEnsembles):
         """The MLP's cost model of ``backend`` (``fastsd.mlp.costs``: measured or shipped)."""
         return _mlp_cost_model(backend, dtype)
 
-    def run_group(self, group, backend="auto", dtype=None):
+    def run_group(self, group, backend="auto", dtype=None, *, progress=False):
+        """Return one record per prepared cell of ``group`` (``Predictor.run_group``);
+        ``progress``: a bar over the training steps on stderr (``fastsd train``'s; off in
+        scan workers)."""
         from ..mlp import train_ensemble
 
         s0 = group[0]
         tasks = [self.make_task(s) for s in group]
         results = train_ensemble(tasks, [s["gamma"] for s in group], [s["seed"] for s in group],
-                                 **TRAINING.pick(s0), backend=backend, dtype=dtype)
+                                 **TRAINING.pick(s0), backend=backend, dtype=dtype,
+                                 progress=progress)
         names = ("task", *_task_settings(), "task_seed")
         return [dict(r.to_record(), **{k: s[k] for k in names}, task_class=type(t).__name__)
                 for s, r, t in zip(group, results, tasks)]
