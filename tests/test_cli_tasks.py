@@ -69,6 +69,26 @@ def test_a_task_registered_before_the_parser_is_built_trains(tiny_task, capsys):
     assert 0.0 <= rec["best_test_accuracy"] <= 1.0
 
 
+@pytest.fixture
+def tiny_task_with_a_setting():
+    """A task registered at test time with a setting of its own (its patch side)."""
+    register_task("tiny_sided", {"side": 2}, lambda L, task_seed, side: PSVRT(
+        patch=side, n_patches=2, n_train_patterns=L, seed=task_seed))
+    try:
+        yield "tiny_sided"
+    finally:
+        del TASKS["tiny_sided"]
+
+
+def test_a_task_registered_late_trains_with_its_own_setting(tiny_task_with_a_setting, capsys):
+    # registered after fastsd.scan.predictors was imported: its setting reaches the cells
+    task = tiny_task_with_a_setting
+    rec = _record(capsys, ["train", "--task", task, "--task-setting", "side=3", *TINY, "--json"])
+    assert (rec["task"], rec["side"], rec["task_class"]) == (task, 3, "PSVRT")
+    default = _record(capsys, ["train", "--task", task, *TINY, "--json"])
+    assert default["side"] == 2 and default["key"] != rec["key"]
+
+
 def test_every_tasks_settings_and_defaults_are_in_the_help(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])

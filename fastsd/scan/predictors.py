@@ -247,9 +247,13 @@ class MLPImagePredictor(_TrainsEnsembles):
     splittable = True       # train_ensemble: a model's numbers are its own
     required = ("task", "L", "gamma", "width", "steps")
     _SHARED = ("L", "gamma", "seed", *TRAINING, "task_seed")    # declared in fastsd.params.MLP
-    #: The training settings' defaults (``fastsd.params.MLP``) and every visual task's
-    #: settings, None (the cell's own task fills in its defaults).
-    defaults = {**MLP.defaults(_SHARED), **dict.fromkeys(_task_settings())}
+
+    @property
+    def defaults(self):
+        """The training settings' defaults (``fastsd.params.MLP``) and the settings of every
+        visual task registered so far, None (the cell's own task fills in its defaults): a
+        task registered after this module was imported has its settings too."""
+        return {**MLP.defaults(self._SHARED), **dict.fromkeys(_task_settings())}
 
     #: The task settings every cell's key named from the start (PSVRT's and Pentomino's):
     #: a task registered since keys its settings only in its own cells, so that every stored
@@ -269,10 +273,10 @@ class MLPImagePredictor(_TrainsEnsembles):
         tasks = visual_tasks()
         task = check_choice("task", s["task"], tuple(tasks))
         for name, default in tasks[task].settings.items():
-            s[name] = default if s[name] is None else s[name]
+            s[name] = default if s.get(name) is None else s[name]
         for other in tasks.values():
             for name in other.settings:
-                if other.name != task and s[name] is not None:
+                if other.name != task and s.get(name) is not None:
                     raise ValueError(f"`{name}` must be None (it is a setting of task "
                                      f"{other.name!r}) with task {task!r}; got {s[name]!r}.")
         s.update(MLP.check({k: s[k] for k in self._SHARED}))
