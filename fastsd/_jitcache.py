@@ -170,15 +170,15 @@ def _cached(fn, folder, options):
         numba.config.CACHE_DIR = before
 
 
-def instantiate(templates, namespace, bindings, variant):
+def instantiate(templates, namespace, bindings, variant, jit=None):
     """Compile plain-Python ``templates`` once more, with ``bindings`` among their globals.
 
     A family of kernels written once and compiled per variant (the MLP kernels per
     activation, ``fastsd.mlp._cpu_kernels.kernels``): each template is a function of the
     module whose globals are ``namespace``, whose code calls names that ``bindings`` gives
     (compiled functions). The templates are compiled in order, each as
-    ``numba.njit(**options)``, and bound under its name for those after it, so a template may
-    call an earlier one.
+    ``numba.njit(**options)`` (or ``jit``), and bound under its name for those after it, so a
+    template may call an earlier one.
 
     Parameters
     ----------
@@ -192,6 +192,11 @@ def instantiate(templates, namespace, bindings, variant):
         The name of the variant's cache folder, under the templates' module's
         ``cache_dir``: it must name what ``bindings`` compile (their sources); None: not
         cached (compiled in each process).
+    jit : callable, optional
+        ``jit(function)`` compiles each template for another target in place of
+        ``numba.njit(**options)`` (the options unused, nothing cached), e.g.
+        ``numba.cuda.jit(device=True)`` for the CUDA kernels' hidden units
+        (``fastsd.mlp._cpu_kernels.unit_functions``).
 
     Returns
     -------
@@ -210,7 +215,9 @@ def instantiate(templates, namespace, bindings, variant):
         f = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__)
         f.__qualname__ = f"{fn.__qualname__}__{suffix}"
         f.__doc__, f.__module__ = fn.__doc__, fn.__module__
-        if variant is None:
+        if jit is not None:
+            compiled = jit(f)
+        elif variant is None:
             compiled = numba.njit(**options)(f)
         else:
             compiled = _cached(f, os.path.join(_dir_of(inspect.getsourcefile(fn)), variant),

@@ -121,6 +121,21 @@ class Activation:
         c = math.sqrt(h.shape[-1])
         return self(c * h) / c
 
+    def unit_scale(self, m):
+        """The scale c of the finite network's hidden unit sigma(c h) / c, h = w.x, for m
+        hidden units: sqrt(m), or 1.0 where ``homogeneous`` (the unit is then sigma(h)).
+
+        Parameters
+        ----------
+        m : int
+            The number of hidden units.
+
+        Returns
+        -------
+        float
+        """
+        return 1.0 if self.homogeneous else math.sqrt(m)
+
     def unit_derivative(self, h):
         """d unit / dh = sigma'(sqrt(m) h) of an (..., m) float64 array, as ``unit``."""
         return self.derivative(h if self.homogeneous else math.sqrt(h.shape[-1]) * h)

@@ -432,8 +432,7 @@ TRAINING = Spec(
     Param("activation", "activation", "the hidden units' activation sigma", "relu",
           doc="The hidden units' activation sigma (``fastsd.activations``): a name of "
               "``ACTIVATIONS`` or an ``Activation``; the unit is sigma(sqrt(m) w.x) / sqrt(m) "
-              "(relu(w.x) for ReLU, Eq. 1). Backends \"numpy\" and \"cpu\" train any, on "
-              "every path; \"cuda\" ReLU only (another refused before anything runs). "
+              "(relu(w.x) for ReLU, Eq. 1). Every backend trains any, on every path. "
               "Recorded (and keyed in a scan) only off \"relu\"."),
 )
 

@@ -12,9 +12,13 @@ independent facts.
   in float64 against the NumPy reference (hypothesis over seeds, gammas, widths; the lazy
   gamma's displacement to 1e-9 on the symbol path), the same bits alone and in an ensemble
   and on one thread or two;
-- the CUDA engines, ReLU only, refuse another activation naming `activation` before
-  anything runs; a ReLU network's record is what it was (no "activation" entry), another's
-  names it, and a scan cell's key names it only off "relu".
+- every built-in activation trained on the dense, symbol and sparse paths of backend "cuda"
+  (Numba's simulator by default, tiny sizes: it runs each thread in Python) in float64
+  against the NumPy reference (hypothesis over seeds, gammas, widths), and the CUDA kernels'
+  centred output exactly 0 at initialisation and against exact arithmetic in the lazy regime,
+  as the CPU kernels';
+- a ReLU network's record is what it was (no "activation" entry), another's names it, and a
+  scan cell's key names it only off "relu".
 """
 import math
 
@@ -129,10 +133,11 @@ def test_kernels_keep_the_lazy_difference_to_rounding(name, dtype):
     np.testing.assert_allclose(out[0], exact, rtol=0, atol=tol)
 
 
-def _run(task, backend, path, act, gammas, seeds, width, batch_size=16, steps=12):
+def _run(task, backend, path, act, gammas, seeds, width, batch_size=16, steps=12, eval_every=6,
+         n_test=64):
     return train_ensemble(task, gammas, seeds, width=width, steps=steps, batch_size=batch_size,
-                          eval_every=6, n_test=64, backend=backend, path=path, dtype="float64",
-                          activation=act)
+                          eval_every=eval_every, n_test=n_test, backend=backend, path=path,
+                          dtype="float64", activation=act)
 
 
 def _rel(a, b):
@@ -212,17 +217,83 @@ def test_records_and_keys_name_the_activation_only_off_relu():
     assert MLP.check(dict(base, activation=ACTIVATIONS["gelu"]))["activation"] == "gelu"
 
 
-def test_the_cuda_backend_refuses_another_activation_before_running():
+def _needs_cuda():
+    """Skip where backend "cuda" cannot run: the simulator off and no GPU with CuPy."""
     from fastsd._dispatch import cuda_simulator, cuda_unavailable_reason
 
     if not cuda_simulator() and cuda_unavailable_reason(needs_cupy=True):
         pytest.skip("no CUDA backend here (simulator off): " + cuda_unavailable_reason(True))
-    task = SameDifferent(d=8, L=4, sigma2=0.1, seed=0)
-    for path in ("auto", "dense"):
-        with pytest.raises(ValueError, match="`activation` must be 'relu' on path 'dense' of "
-                                             "backend 'cuda' \\(no path of this backend trains "
-                                             "it: backend 'cpu' or 'numpy' does\\); got 'gelu'"):
-            train(task, 1.0, width=8, steps=2, backend="cuda", path=path, activation="gelu")
+
+
+#: The CUDA paths' tasks (the reference trains each on dense inputs).
+CUDA_TASKS = {"dense": lambda seed: SameDifferent(d=3, L=3, sigma2=0.1, seed=seed),
+              "symbol": lambda seed: SameDifferent(d=3, L=3, seed=seed),
+              "sparse": lambda seed: Pentomino(width=2, n_train_shapes=4, blur=0.0, seed=seed)}
+
+
+@pytest.mark.parametrize("path", sorted(CUDA_TASKS))
+@pytest.mark.parametrize("name", NAMES)
+@settings(deadline=None, max_examples=2)
+@given(width=st.sampled_from([3, 5]), gamma=st.sampled_from([1e-3, 0.5, 2.0]),
+       seed=st.integers(0, 2**16))
+def test_every_cuda_path_trains_the_references_network(path, name, width, gamma, seed):
+    _needs_cuda()
+    task = CUDA_TASKS[path](seed % 97)
+    tiny = dict(batch_size=4, steps=4, eval_every=2, n_test=16)
+    ref, = _run(task, "numpy", "dense", name, gamma, seed, width, **tiny)
+    gpu, = _run(task, "cuda", path, name, gamma, seed, width, **tiny)
+    assert gpu.path == path and gpu.config.get("activation", "relu") == name
+    assert _rel(gpu.final_params.w - gpu.initial_params.w,
+                ref.final_params.w - ref.initial_params.w) < 1e-9
+    assert _rel(gpu.final_params.a, ref.final_params.a) < 1e-10
+    assert _rel(gpu.history["train_loss"], ref.history["train_loss"]) < 1e-10
+    np.testing.assert_array_equal(gpu.history["test_accuracy"], ref.history["test_accuracy"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_device_form_of_an_activation_computes_its_values(name):
+    """sigma, sigma' and the difference as the CUDA kernels compile them (NumPy's scalar
+    functions the CUDA target lacks as ``math``'s): the values of the NumPy forms."""
+    _needs_cuda()
+    from fastsd.mlp._cuda import device_form
+
+    act = ACTIVATIONS[name]
+    us = np.linspace(-4.0, 4.0, 23)
+    for f in (act.fn, act.grad):
+        np.testing.assert_allclose([device_form(f)(u) for u in us], [f(u) for u in us],
+                                   rtol=1e-14, atol=1e-300)
+    if act.delta is not None:
+        np.testing.assert_allclose([device_form(act.delta)(u, 0.3) for u in us],
+                                   [act.delta(u, 0.3) for u in us], rtol=1e-14, atol=1e-300)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_kernels_are_centred_and_keep_the_lazy_difference_to_rounding(name, dtype):
+    """``centered_rows`` of each activation: exactly 0 at initialisation (dh = da = 0), and
+    the lazy regime's f~ to its dtype's rounding against exact arithmetic, as the CPU's."""
+    if name not in MP and dtype == np.float64:
+        pytest.skip(f"{name!r} has no mpmath form in MP: its float64 check needs one")
+    _needs_cuda()
+    from fastsd.mlp import _cuda
+
+    act = ACTIVATIONS[name]
+    k = _cuda.kernels(_cuda.SIM_THREADS, np.dtype(dtype).name, act)
+    rng = np.random.default_rng(3)
+    n, m = 4, 5
+    c = np.float64(act.unit_scale(m))             # as the engines pass it
+    h0 = rng.standard_normal((1, n, m)).astype(dtype) / 4
+    dh = (1e-7 * rng.standard_normal((1, n, m))).astype(dtype)
+    a0 = rng.standard_normal((1, m)).astype(dtype) / 4
+    out = np.full((1, n), np.nan)
+    k.centered_rows[n, k.threads](h0, np.zeros_like(dh), a0, np.zeros_like(a0), np.ones(1),
+                                  out, c)
+    assert np.all(out == 0)                       # centred: f~ = 0 at initialisation
+    da = (1e-7 * rng.standard_normal((1, m))).astype(dtype)
+    k.centered_rows[n, k.threads](h0, dh, a0, da, np.ones(1), out, c)
+    exact = _exact_centred(name, h0[0], dh[0], a0[0], da[0], c)
+    tol = (2e-6 if dtype == np.float32 else 1e-12) * np.abs(exact).max()
+    np.testing.assert_allclose(out[0], exact, rtol=0, atol=tol)
 
 
 def test_an_activation_of_ones_own_trains_and_predicts():

@@ -92,8 +92,8 @@ def test_fused_kernels_exact_at_huge_logits(dtype, F):
     rl, rc = np.zeros((1, B)), np.zeros((1, B))
     loss, correct = np.zeros((1, 1)), np.zeros((1, 1))
     h = h0 + dh
-    k.forward_backward[B, k.threads](h0, dh, a0, da, y, 0, scale, lr, G, ef, rl, rc)
-    k.readout_update[(1, 1), k.threads](dh, ef, lr, da, rl, rc, loss, correct, 0)
+    k.forward_backward[B, k.threads](h0, dh, a0, da, y, 0, scale, lr, G, ef, rl, rc, 1.0)
+    k.readout_update[(1, 1), k.threads](dh, ef, lr, da, rl, rc, loss, correct, 0, 1.0)
     err = np.where(fsign > 0, 1.0, 0.0) - y[0, 0]
     assert loss[0, 0] == np.where(err != 0, F, 0.0).sum()
     assert correct[0, 0] == np.sum(err == 0)
@@ -116,7 +116,7 @@ def test_row_reduction_over_several_levels():
     out = np.zeros((M, n))
     h0 = np.matmul(X, w0.transpose(0, 2, 1))
     dh = np.matmul(X, dw.transpose(0, 2, 1))
-    k.centered_rows[M * n, 8](h0, dh, a0, da, scale, out)
+    k.centered_rows[M * n, 8](h0, dh, a0, da, scale, out, 1.0)
     for j in range(M):
         expect = ref.centered_output(w0[j], a0[j], w0[j] + dw[j], a0[j] + da[j], X[j], scale[j])
         np.testing.assert_allclose(out[j], expect, rtol=1e-10, atol=1e-13)

@@ -668,38 +668,65 @@ _INLINE = {"inline": "always"}
 _COMPILED = {}
 
 
+def unit_functions(fn, grad, delta=None, jit=None):
+    """A non-ReLU activation's hidden unit, compiled for a target: the CPU kernels' and the
+    CUDA kernels' (``fastsd.mlp._cuda.kernels``) one code.
+
+    Parameters
+    ----------
+    fn, grad : callable
+        sigma and sigma' (``Activation.fn``, ``Activation.grad``), plain Python.
+    delta : callable, optional
+        sigma(u + du) - sigma(u) (``Activation.delta``); None: ``_gauss_delta`` on ``grad``.
+    jit : callable, optional
+        ``jit(function)`` compiles a plain function as one its compiled callers call:
+        ``numba.cuda.jit(device=True)`` for the CUDA kernels; default
+        ``numba.njit(inline="always")``.
+
+    Returns
+    -------
+    dict
+        Compiled, by the names the templates call: ``_act_fn``, ``_act_grad`` and
+        ``_act_delta`` (sigma, sigma' and the difference), ``_unit_output`` and
+        ``_unit_backward`` (``_unit_output_any`` and ``_unit_backward_any`` on them: one
+        unit's term of the centred output, and its gradients, in float64).
+    """
+    compile_ = jit or nb.njit(**_INLINE)
+    acts = {"_act_fn": compile_(fn), "_act_grad": compile_(grad)}
+    if delta is None:
+        acts["_act_delta"] = _jitcache.instantiate([(_gauss_delta, _INLINE)], globals(), acts,
+                                                   None, jit)["_gauss_delta"]
+    else:
+        acts["_act_delta"] = compile_(delta)
+    units = _jitcache.instantiate([(_unit_output_any, _INLINE), (_unit_backward_any, _INLINE)],
+                                  globals(), acts, None, jit)
+    return dict(acts, _unit_output=units["_unit_output_any"],
+                _unit_backward=units["_unit_backward_any"])
+
+
 def _unit_bindings(activation):
     """The names a non-ReLU activation's kernels call: its sigma, sigma' and difference
-    (``_act_*``) and the units built on them; and the functions the compiled code depends on."""
-    inline = nb.njit(**_INLINE)
-    acts = {"_act_fn": inline(activation.fn), "_act_grad": inline(activation.grad)}
-    sources = [activation.fn, activation.grad]
-    if activation.delta is None:
-        acts["_act_delta"] = _jitcache.instantiate([(_gauss_delta, _INLINE)], globals(), acts,
-                                                   None)["_gauss_delta"]
-    else:
-        acts["_act_delta"] = inline(activation.delta)
-        sources.append(activation.delta)
-    units = _jitcache.instantiate([(_unit_output_any, _INLINE), (_unit_backward_any, _INLINE)],
-                                  globals(), acts, None)
-    units = {"_unit_output": units["_unit_output_any"],
-             "_unit_backward": units["_unit_backward_any"]}
+    (``_act_*``) and the units built on them (``unit_functions``); and the functions the
+    compiled code depends on."""
+    units = unit_functions(activation.fn, activation.grad, activation.delta)
+    sources = [f for f in (activation.fn, activation.grad, activation.delta) if f is not None]
     symbol = _jitcache.instantiate([(_sym_output_any, _INLINE), (_sym_backward_any, _INLINE)],
                                    globals(), units, None)
-    return dict(acts, **units, _sym_output=symbol["_sym_output_any"],
+    return dict(units, _sym_output=symbol["_sym_output_any"],
                 _sym_backward=symbol["_sym_backward_any"]), sources
 
 
-def _build(bindings, variant, homogeneous):
+def _build(bindings, variant, unit_scale):
     built = _jitcache.instantiate(_TEMPLATES, globals(), bindings, variant)
     return SimpleNamespace(centered_output=built["centered_output"],
                            dense_fused=built["dense_fused"], symbol_chunk=built["symbol_chunk"],
-                           unit_scale=lambda m: 1.0 if homogeneous else math.sqrt(m))
+                           unit_scale=unit_scale)
 
 
 #: ReLU's kernels (the paper's network), also under the templates' names below.
 _RELU = _build({"_unit_output": _relu_output, "_unit_backward": _relu_backward,
-                "_sym_output": _relu_sym_output, "_sym_backward": _relu_sym_backward}, "relu", True)
+                "_sym_output": _relu_sym_output, "_sym_backward": _relu_sym_backward}, "relu",
+               lambda m: 1.0)
 
 
 def kernels(activation):
@@ -716,8 +743,8 @@ def kernels(activation):
     -------
     types.SimpleNamespace
         ``centered_output``, ``dense_fused`` and ``symbol_chunk`` (as documented here, with
-        the unit scale as their last argument) and ``unit_scale(m)``: the c to pass for m hidden units, sqrt(m), or 1.0
-        where the activation is homogeneous (ReLU's kernels do not read it).
+        the unit scale as their last argument) and ``unit_scale(m)``: the c to pass for m
+        hidden units (``Activation.unit_scale``; ReLU's kernels do not read it).
     """
     if activation.name == "relu":
         return _RELU
@@ -725,7 +752,7 @@ def kernels(activation):
     if key not in _COMPILED:
         bindings, sources = _unit_bindings(activation)
         _COMPILED[key] = _build(bindings, _jitcache.variant_name(activation.name, *sources),
-                                activation.homogeneous)
+                                activation.unit_scale)
     return _COMPILED[key]
 
 

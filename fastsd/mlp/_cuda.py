@@ -10,6 +10,16 @@ reduced in a fixed order (``THREADS`` strided partial sums in float64, then
 a fixed tree), so that a model's numbers do not depend on the ensemble
 around it.
 
+Activations (``fastsd.activations``): ``kernels(threads, dtype, activation)`` compiles
+the kernels once a process per activation. ReLU's are the code above. Any other sigma's
+hidden unit is the CPU kernels' (``_cpu_kernels.unit_functions``, the same plain-Python
+code compiled as device functions): unit(h) = sigma(c h) / c with c = sqrt(m) (1 for a
+homogeneous sigma, ``Activation.unit_scale``, passed to the kernels), computed in float64,
+its centred part sigma(u + du) - sigma(u) from ``Activation.delta`` or the two-point
+Gauss-Legendre rule on sigma' for |du| <= ``_cpu_kernels.DELTA_SPAN``, so that the lazy
+regime keeps its precision. sigma's NumPy calls compile as scalar ``math`` where the CUDA
+target's NumPy lacks them (``device_form``).
+
 One SGD step of M models, dense path (inputs x in R^p, p = 2d):
 
 1. ``gather_inputs``: X[k, b] = (S_k[u]; S_k[v]) + noise, the noisy task's
@@ -19,10 +29,10 @@ One SGD step of M models, dense path (inputs x in R^p, p = 2d):
 2. h0 = X w0^T: one strided-batched cuBLAS GEMM over the M models (for clean
    tasks ``gather_sum`` of P = S w0^T instead, as on the CPU);
 3. dh = X dw^T: one batched GEMM;
-4. ``forward_backward``: ReLU, mask, readout reduction, centering, loss and
+4. ``forward_backward``: the hidden units, mask, readout reduction, centering, loss and
    its gradient, one block per (model, example) row; writes
    G = -lr dLoss/dh and h = h0 + dh;
-5. ``readout_update``: da -= lr * relu(h)^T dLoss/df, and the batch's loss
+5. ``readout_update``: da -= lr * unit(h)^T dLoss/df, and the batch's loss
    and correct count into the window's (M, n) buffers;
 6. dw^T += X^T G: one batched GEMM (into scratch, then one add).
 
@@ -51,6 +61,7 @@ not depend on the launch shape or the ensemble.
 """
 import functools
 import math
+import types
 
 import numpy as np
 from numba import cuda
@@ -58,6 +69,7 @@ from numba import cuda
 from .. import _dispatch, _numerics, _philox
 from .._dispatch import cuda_simulator
 from .._philox import NormalStream
+from ..activations import ACTIVATIONS
 from .model import Params
 
 _dispatch.quiet_low_occupancy()
@@ -87,9 +99,9 @@ def _device_view(xp):
     return cuda.as_cuda_array
 
 
-@functools.cache
-def kernels(threads, dtype):
-    """Compile the kernels for ``threads`` threads per block and float ``dtype``.
+def kernels(threads, dtype, activation=None):
+    """The kernels for ``threads`` threads per block, float ``dtype`` and ``activation``,
+    compiled once a process.
 
     Parameters
     ----------
@@ -97,13 +109,108 @@ def kernels(threads, dtype):
         A power of two; the block size of the row kernels.
     dtype : {"float32", "float64"}
         The storage type of activations and weights (sums are float64).
+    activation : fastsd.activations.Activation, optional
+        The hidden units' sigma; None or ReLU's (by name): ReLU's own code, the difference
+        of ReLUs exact. Another's units are ``_cpu_kernels.unit_functions``, compiled as
+        device functions.
 
     Returns
     -------
     types.SimpleNamespace
-        The kernels and the device function ``philox``.
+        The kernels, the device function ``philox`` and the hidden unit's device functions
+        ``unit_output(h0, dh, a0, da, c)`` (one unit's term of the centred output) and
+        ``unit_backward(h, a, ef, c)`` (ef a unit'(h) and ef unit(h)). The kernels that touch
+        the hidden units (``centered_rows``, ``forward_backward``, ``readout_update``) take
+        the unit scale c as their last argument (``Activation.unit_scale``; ReLU's do not
+        read it).
+
+    Raises
+    ------
+    ValueError
+        Naming ``threads``, for one that is not a power of two.
     """
-    import types
+    if activation is None or activation.name == "relu":
+        return _kernels(threads, dtype, None)
+    return _kernels(threads, dtype, (activation.fn, activation.grad, activation.delta))
+
+
+#: The NumPy functions of a scalar that the CUDA target compiles as ``math``'s: its ufuncs
+#: lack them (numba-cuda 0.30 types np.exp of a float64 and then fails to lower it; Numba's
+#: own CUDA target does not type it), where np.tanh, np.log and np.maximum compile as they are.
+SCALAR_NUMPY = {"exp": math.exp, "exp2": math.exp2, "expm1": math.expm1, "log1p": math.log1p,
+                "sqrt": math.sqrt, "abs": math.fabs, "absolute": math.fabs, "fabs": math.fabs,
+                "power": math.pow}
+
+
+def _scalar_numpy():
+    """NumPy for an activation's device code: the module, ``SCALAR_NUMPY`` in place."""
+    scalar = types.ModuleType(np.__name__)
+    scalar.__dict__.update(vars(np))
+    scalar.__dict__.update(SCALAR_NUMPY)
+    return scalar
+
+
+_SCALAR_NUMPY = _scalar_numpy()
+
+
+def device_form(fn):
+    """``fn`` (an activation's sigma, sigma' or difference, written in NumPy) as the CUDA
+    kernels compile it: the same code, the NumPy module among its globals replaced by one
+    with ``SCALAR_NUMPY``'s functions (on the simulator too, which so runs the device's code).
+
+    Parameters
+    ----------
+    fn : callable or None
+        A plain Python function of float64 scalars.
+
+    Returns
+    -------
+    callable or None
+        A new function (``fn`` itself where it names no NumPy module; None for None).
+    """
+    if fn is None or not any(v is np for v in fn.__globals__.values()):
+        return fn
+    scope = {k: _SCALAR_NUMPY if v is np else v for k, v in fn.__globals__.items()}
+    out = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__qualname__, out.__doc__, out.__module__ = fn.__qualname__, fn.__doc__, fn.__module__
+    return out
+
+
+def _relu_units(ZERO):
+    """ReLU's hidden unit: the kernels' code before other activations (the same bits)."""
+
+    @cuda.jit(device=True)
+    def unit_output(h0, dh, a0, da, c):
+        """a0 (relu(h0 + dh) - relu(h0)) + da relu(h0 + dh), the difference exact."""
+        h = h0 + dh
+        r = max(h, ZERO)
+        if h0 > ZERO:
+            dr = dh if h > ZERO else -h0
+        else:
+            dr = r
+        return a0 * dr + da * r
+
+    @cuda.jit(device=True)
+    def unit_backward(h, a, ef, c):
+        """(ef a relu'(h), ef relu(h)), relu'(0) = 0."""
+        if h > ZERO:
+            return ef * a, ef * h
+        return 0.0, 0.0
+
+    @cuda.jit(device=True)
+    def readout_add(acc, h, ef, c):
+        """acc + ef relu(h): the product and the sum one fused multiply-add, as before."""
+        if h > ZERO:
+            acc += ef * h
+        return acc
+
+    return unit_output, unit_backward, readout_add
+
+
+@functools.cache
+def _kernels(threads, dtype, functions):
+    """``kernels``, for ReLU (``functions`` None) or the activation's (fn, grad, delta)."""
+    from . import _cpu_kernels
 
     from numba import float64
 
@@ -121,19 +228,24 @@ def kernels(threads, dtype):
     philox = cuda.jit(device=True)(_philox.philox)
     sigmoid = cuda.jit(device=True)(_numerics.scalar_sigmoid)
     bce = cuda.jit(device=True)(_numerics.scalar_bce)
+    if functions is None:
+        unit_output, unit_backward, readout_add = _relu_units(ZERO)
+    else:
+        units = _cpu_kernels.unit_functions(*map(device_form, functions),
+                                            jit=cuda.jit(device=True))
+        unit_output, unit_backward = units["_unit_output"], units["_unit_backward"]
+
+        @cuda.jit(device=True)
+        def readout_add(acc, h, ef, c):
+            """acc + ef unit(h)."""
+            return acc + unit_backward(h, ZERO, ef, c)[1]
 
     @cuda.jit(device=True)
-    def row_output(h0, dh, a0, da, lane, shared):
-        """Sum over i of a0 (relu(h0 + dh) - relu(h0)) + da relu(h0 + dh), in a fixed order."""
+    def row_output(h0, dh, a0, da, c, lane, shared):
+        """Sum over i of a0 (unit(h0 + dh) - unit(h0)) + da unit(h0 + dh), in a fixed order."""
         acc = 0.0
         for i in range(lane, h0.shape[0], T):
-            h = h0[i] + dh[i]
-            r = max(h, ZERO)
-            if h0[i] > ZERO:
-                dr = dh[i] if h > ZERO else -h0[i]
-            else:
-                dr = r
-            acc += a0[i] * dr + da[i] * r
+            acc += unit_output(h0[i], dh[i], a0[i], da[i], c)
         shared[lane] = acc
         cuda.syncthreads()
         w = T // 2
@@ -147,24 +259,24 @@ def kernels(threads, dtype):
         return total
 
     @cuda.jit
-    def centered_rows(h0, dh, a0, da, scale, out):
+    def centered_rows(h0, dh, a0, da, scale, out, c):
         """out[k, b] = scale[k] * row_output(h0[k, b], dh[k, b], ...): one block per row."""
         B = h0.shape[1]
         k = cuda.blockIdx.x // B
         b = cuda.blockIdx.x % B
         lane = cuda.threadIdx.x
         shared = cuda.shared.array(T, float64)
-        f = row_output(h0[k, b], dh[k, b], a0[k], da[k], lane, shared) * scale[k]
+        f = row_output(h0[k, b], dh[k, b], a0[k], da[k], c, lane, shared) * scale[k]
         if lane == 0:
             out[k, b] = f
 
     @cuda.jit
-    def forward_backward(h0, dh, a0, da, Y, t, scale, lr, grad, ef, row_loss, row_correct):
+    def forward_backward(h0, dh, a0, da, Y, t, scale, lr, grad, ef, row_loss, row_correct, c):
         """Forward, loss and backward to the preactivations; one block per (model, row).
 
         h0, dh (M, B, m): dh becomes h = h0 + dh. Y (M, n, B): labels, step t.
         grad (M, B, m) out: -lr dLoss/dh. ef (M, B) out: dLoss/df~ * scale.
-        row_loss, row_correct (M, B) out: BCE and correctness per row.
+        row_loss, row_correct (M, B) out: BCE and correctness per row. c: the unit scale.
         """
         B, m = h0.shape[1], h0.shape[2]
         k = cuda.blockIdx.x // B
@@ -172,7 +284,7 @@ def kernels(threads, dtype):
         lane = cuda.threadIdx.x
         shared = cuda.shared.array(T, float64)
         s = scale[k]
-        f = row_output(h0[k, b], dh[k, b], a0[k], da[k], lane, shared) * s
+        f = row_output(h0[k, b], dh[k, b], a0[k], da[k], c, lane, shared) * s
         y = Y[k, t, b]
         e = (sigmoid(f) - y) * s / B
         if lane == 0:
@@ -183,11 +295,12 @@ def kernels(threads, dtype):
         for i in range(lane, m, T):
             h = h0[k, b, i] + dh[k, b, i]
             dh[k, b, i] = h
-            grad[k, b, i] = g * (a0[k, i] + da[k, i]) if h > ZERO else ZERO
+            grad[k, b, i] = unit_backward(h, a0[k, i] + da[k, i], g, c)[0]
 
     @cuda.jit
-    def readout_update(h, ef, lr, da, row_loss, row_correct, loss, correct, t):
-        """da[k, i] -= lr[k] sum_b ef[k, b] relu(h[k, b, i]); loss[k, t], correct[k, t] = batch sums.
+    def readout_update(h, ef, lr, da, row_loss, row_correct, loss, correct, t, c):
+        """da[k, i] -= lr[k] sum_b ef[k, b] unit(h[k, b, i]); loss[k, t], correct[k, t] = batch
+        sums; c the unit scale.
 
         Grid (ceil(m / T), M); each thread sums over the batch in order.
         """
@@ -197,9 +310,7 @@ def kernels(threads, dtype):
         if i < m:
             acc = 0.0
             for b in range(B):
-                hb = h[k, b, i]
-                if hb > ZERO:
-                    acc += ef[k, b] * hb
+                acc = readout_add(acc, h[k, b, i], ef[k, b], c)
             da[k, i] -= lr[k] * acc
         if i == 0:
             ls = 0.0
@@ -341,7 +452,8 @@ def kernels(threads, dtype):
             dwT[k, q, i] += acc
 
     return types.SimpleNamespace(
-        threads=T, philox=philox, centered_rows=centered_rows, forward_backward=forward_backward,
+        threads=T, philox=philox, unit_output=unit_output, unit_backward=unit_backward,
+        centered_rows=centered_rows, forward_backward=forward_backward,
         readout_update=readout_update, gather_sum=gather_sum, gather_inputs=gather_inputs,
         draw_pairs=draw_pairs, scatter_rows=scatter_rows, sparse_rows=sparse_rows,
         sparse_update=sparse_update)
@@ -360,6 +472,8 @@ class _CudaEngine:
         As the CPU engines.
     device_keys : (M, 2, 2) uint64 array, optional
         Philox keys (pairs, noise) per model, for ``run_device``.
+    activation : fastsd.activations.Activation, default ReLU
+        The hidden units' sigma (``kernels``); the unit scale c = ``activation.unit_scale(m)``.
 
     Kernels run with ``GPU_THREADS`` threads per block, ``SIM_THREADS`` under
     the simulator.
@@ -367,12 +481,17 @@ class _CudaEngine:
 
     #: Host-built input chunks are kept below this many bytes.
     CHUNK_BYTES = 1 << 26
+    #: Whether the engine trains any activation (else ReLU only: ``build_engines``).
+    any_activation = True
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None,
+                 activation=ACTIVATIONS["relu"]):
         xp = self.xp = array_module()
         self._view = _device_view(xp)
         threads = SIM_THREADS if cuda_simulator() else GPU_THREADS
-        self.k = kernels(threads, np.dtype(dtype).name)
+        self.k = kernels(threads, np.dtype(dtype).name, activation)
+        # a float64 scalar: the simulator's arithmetic in float64, as the GPU's
+        self.unit_scale = np.float64(activation.unit_scale(params0[0].a.shape[0]))
         self.T = threads
         self.dtype = np.dtype(dtype)
         self.tasks = tasks
@@ -518,11 +637,11 @@ class _CudaEngine:
         rl = self._buf("row_loss", (M, B), np.float64)
         rc = self._buf("row_correct", (M, B), np.float64)
         self._rows(self.k.forward_backward, M * B, h0, dh, self.a0, self.da, Y, t, self.scales,
-                   self.lrs, G, ef, rl, rc)
+                   self.lrs, G, ef, rl, rc, self.unit_scale)
         lsum = self._buf("lsum", (M, n), np.float64)
         csum = self._buf("csum", (M, n), np.float64)
         self._launch(self.k.readout_update, ((m + self.T - 1) // self.T, M), self.T, dh, ef,
-                     self.lrs, self.da, rl, rc, lsum, csum, t)
+                     self.lrs, self.da, rl, rc, lsum, csum, t, self.unit_scale)
         return G
 
     # -- evaluation -----------------------------------------------------------------
@@ -538,7 +657,8 @@ class _CudaEngine:
         h0 = xp.matmul(X, self.w0T)
         dh = xp.matmul(X, self._dwT())
         out = xp.empty((M, n))
-        self._rows(self.k.centered_rows, M * n, h0, dh, self.a0, self.da, self.scales, out)
+        self._rows(self.k.centered_rows, M * n, h0, dh, self.a0, self.da, self.scales, out,
+                   self.unit_scale)
         self._views.clear()
         return out if xp is np else xp.asnumpy(out)
 
@@ -558,8 +678,9 @@ class _CudaEngine:
 class DenseEngine(_CudaEngine):
     """Dense path: batched cuBLAS GEMMs for the preactivations and the weight gradient."""
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
-        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None,
+                 activation=ACTIVATIONS["relu"]):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys, activation)
         xp = self.xp
         self.dwT = xp.zeros_like(self.w0T)
         d = self.d
@@ -598,8 +719,9 @@ class DenseEngine(_CudaEngine):
 class SymbolEngine(_CudaEngine):
     """Symbol-basis path (clean tasks, one L): gathers and scatter-adds over the L symbols."""
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
-        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None,
+                 activation=ACTIVATIONS["relu"]):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys, activation)
         xp = self.xp
         d = self.d
         self.K = xp.matmul(self.S, self.S.transpose(0, 2, 1))                # (M, L, L)
@@ -642,8 +764,9 @@ class SparseEngine(_CudaEngine):
     path, and ``sparse_update`` adds the update into the rows of the batch's pixels.
     """
 
-    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None):
-        super().__init__(tasks, params0, scales, lrs, dtype, device_keys)
+    def __init__(self, tasks, params0, scales, lrs, dtype, device_keys=None,
+                 activation=ACTIVATIONS["relu"]):
+        super().__init__(tasks, params0, scales, lrs, dtype, device_keys, activation)
         self.dwT = self.xp.zeros_like(self.w0T)
 
     def _dwT(self):
