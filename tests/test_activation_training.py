@@ -10,7 +10,8 @@ independent facts.
   initialisation (the centring, the paper's f - f0);
 - every built-in activation trained on the dense, symbol and sparse paths of backend "cpu"
   in float64 against the NumPy reference (hypothesis over seeds, gammas, widths; the lazy
-  gamma's displacement to 1e-9 on the symbol path), the same bits alone and in an ensemble
+  gamma's displacement to the reference's own rounding of it, about 1e-9, on the symbol
+  path: ``_displacement_tol``), the same bits alone and in an ensemble
   and on one thread or two;
 - every built-in activation trained on the dense, symbol and sparse paths of backend "cuda"
   (Numba's simulator by default, tiny sizes: it runs each thread in Python) in float64
@@ -144,6 +145,17 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
 
 
+def _displacement_tol(ref, steps):
+    """What ``_rel`` of a path's displacement w - w0 to the reference's may be: 1e-10 of
+    arithmetic, plus the reference's own rounding of it. The reference keeps w = w0 + dw,
+    rounded at each of its ``steps`` updates (half an ulp of |w| each) and once more in
+    w - w0, so that where dw is tiny beside w0 (the lazy gamma's 1e-7) its displacement holds
+    only eps |w| / |dw| of relative precision (about 1e-9 there)."""
+    w = ref.final_params.w
+    dw = np.max(np.abs(w - ref.initial_params.w))
+    return 1e-10 + (steps + 2) * np.finfo(np.float64).eps * np.max(np.abs(w)) / max(dw, 1e-300)
+
+
 @settings(deadline=None, max_examples=6)
 @given(name=st.sampled_from(NAMES), width=st.sampled_from([8, 33]),
        gamma=st.sampled_from([1e-3, 0.3, 2.0]), seed=st.integers(0, 2**16))
@@ -190,7 +202,7 @@ def test_symbol_path_trains_the_references_network(name, width, gamma, seed):
     cpu, = _run(task, "cpu", "symbol", name, gamma, seed, width)
     assert cpu.path == "symbol"
     assert _rel(cpu.final_params.w - cpu.initial_params.w,
-                ref.final_params.w - ref.initial_params.w) < 1e-9
+                ref.final_params.w - ref.initial_params.w) < _displacement_tol(ref, 12)
     assert _rel(cpu.history["train_loss"], ref.history["train_loss"]) < 1e-10
 
 
@@ -244,7 +256,7 @@ def test_every_cuda_path_trains_the_references_network(path, name, width, gamma,
     gpu, = _run(task, "cuda", path, name, gamma, seed, width, **tiny)
     assert gpu.path == path and gpu.config.get("activation", "relu") == name
     assert _rel(gpu.final_params.w - gpu.initial_params.w,
-                ref.final_params.w - ref.initial_params.w) < 1e-9
+                ref.final_params.w - ref.initial_params.w) < _displacement_tol(ref, 4)
     assert _rel(gpu.final_params.a, ref.final_params.a) < 1e-10
     assert _rel(gpu.history["train_loss"], ref.history["train_loss"]) < 1e-10
     np.testing.assert_array_equal(gpu.history["test_accuracy"], ref.history["test_accuracy"])
