@@ -46,6 +46,15 @@ def _task_settings():
     return tuple(n for e in visual_tasks().values() for n in e.settings)
 
 
+class _RegisteredDefaults:
+    """The "defaults" of ``MLPImagePredictor`` (on the class and its instances alike): the
+    training settings its ``_SHARED`` names, at their defaults, and every visual task's own
+    settings, None, as the task registry stands."""
+
+    def __get__(self, obj, cls):
+        return {**MLP.defaults(cls._SHARED), **dict.fromkeys(_task_settings())}
+
+
 class Predictor:
     """Base class: single-cell groups, settings checked against ``required`` and ``defaults``."""
 
@@ -247,13 +256,11 @@ class MLPImagePredictor(_TrainsEnsembles):
     splittable = True       # train_ensemble: a model's numbers are its own
     required = ("task", "L", "gamma", "width", "steps")
     _SHARED = ("L", "gamma", "seed", *TRAINING, "task_seed")    # declared in fastsd.params.MLP
-
-    @property
-    def defaults(self):
-        """The training settings' defaults (``fastsd.params.MLP``) and the settings of every
-        visual task registered so far, None (the cell's own task fills in its defaults): a
-        task registered after this module was imported has its settings too."""
-        return {**MLP.defaults(self._SHARED), **dict.fromkeys(_task_settings())}
+    #: The training settings' defaults (``fastsd.params.MLP``) and the settings of every
+    #: visual task registered so far, None (the cell's own task fills in its defaults): read
+    #: from the registry at each use, so a task registered after this module was imported
+    #: has its settings too.
+    defaults = _RegisteredDefaults()
 
     #: The task settings every cell's key named from the start (PSVRT's and Pentomino's):
     #: a task registered since keys its settings only in its own cells, so that every stored
